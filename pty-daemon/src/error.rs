@@ -1,0 +1,74 @@
+//! The daemon's errors, and the one place they become gRPC statuses.
+
+use std::path::PathBuf;
+
+/// Everything a daemon request or start-up can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A request field is malformed or out of range.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// No session has this id (or it was dropped after its retention).
+    #[error("no session with id {0:?}")]
+    SessionNotFound(String),
+    /// A client-chosen session id is already taken.
+    #[error("a session with id {0:?} already exists")]
+    SessionExists(String),
+    /// The session's program has exited, so it takes no input or resize.
+    #[error("session {0:?} has exited")]
+    SessionExited(String),
+    /// The working directory for a spawn does not exist or is no directory.
+    #[error("working directory {0} does not exist or is not a directory")]
+    CwdNotFound(PathBuf),
+    /// The program to spawn could not be found or started.
+    #[error("cannot start {program:?}: {reason}")]
+    ProgramNotFound {
+        /// argv[0] as given.
+        program: String,
+        /// What went wrong, from the spawner.
+        reason: String,
+    },
+    /// A system call failed while serving a request.
+    #[error("{operation}: {source}")]
+    Io {
+        /// What the daemon was doing.
+        operation: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another daemon already serves this socket.
+    #[error("another pty-daemon is already serving {0}")]
+    AlreadyRunning(PathBuf),
+}
+
+/// Results of daemon operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An I/O error with what was being done.
+    pub fn io(operation: impl Into<String>, source: impl Into<std::io::Error>) -> Self {
+        Self::Io {
+            operation: operation.into(),
+            source: source.into(),
+        }
+    }
+}
+
+impl From<Error> for tonic::Status {
+    fn from(error: Error) -> Self {
+        let message = error.to_string();
+        match error {
+            Error::InvalidArgument(_) => Self::invalid_argument(message),
+            Error::SessionNotFound(_) | Error::CwdNotFound(_) | Error::ProgramNotFound { .. } => {
+                Self::not_found(message)
+            }
+            Error::SessionExists(_) => Self::already_exists(message),
+            Error::SessionExited(_) => Self::failed_precondition(message),
+            Error::Io { .. } | Error::AlreadyRunning(_) => {
+                tracing::error!(%message, "request failed");
+                Self::internal(message)
+            }
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! The pty-daemon: owns pseudo-terminals and the programs in them, and
+//! serves them over gRPC on an owner-only unix socket. It is detached from
+//! whoever started it, so sessions outlive every process above it.
+
+pub mod error;
+pub mod kill;
+pub mod listener;
+pub mod peer_auth;
+pub mod registry;
+pub mod scrollback;
+pub mod server;
+pub mod session;
+pub mod spawn;
+pub mod title;
+pub mod validate;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use crate::listener::ClaimedSocket;
+use crate::registry::{Registry, SessionSettings};
+use crate::server::DaemonService;
+
+pub use crate::error::{Error, Result};
+
+/// How long sessions get to exit after SIGHUP when the daemon stops, before
+/// SIGKILL.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+
+/// Serves on an already claimed socket until SIGTERM or SIGINT, then hangs
+/// up every session and removes the socket. Must run inside a tokio runtime.
+pub async fn run(socket: ClaimedSocket, settings: SessionSettings) -> Result<()> {
+    let started_at = SystemTime::now();
+    socket
+        .listener
+        .set_nonblocking(true)
+        .map_err(|error| Error::io("making the listener non-blocking", error))?;
+    let listener = socket
+        .listener
+        .try_clone()
+        .and_then(tokio::net::UnixListener::from_std)
+        .map_err(|error| Error::io("registering the listener", error))?;
+    let registry = Arc::new(Registry::new(settings));
+    let sweeper = tokio::spawn(Arc::clone(&registry).sweep_forever());
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let service = DaemonService::new(Arc::clone(&registry), started_at);
+    let mut server = tokio::spawn(server::serve(listener, service, async {
+        let _ = stopped.await;
+    }));
+    tracing::info!(socket = %socket.path.display(), pid = std::process::id(), version = holdfast::VERSION, "pty-daemon serving");
+
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|error| Error::io("installing the SIGTERM handler", error))?;
+    tokio::select! {
+        _ = terminate.recv() => tracing::info!("SIGTERM: stopping"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: stopping"),
+        finished = &mut server => {
+            tracing::error!(?finished, "the server stopped on its own");
+        }
+    }
+    // Sessions end first so their attach streams finish with an exit event,
+    // which lets the server's graceful shutdown complete.
+    registry.hang_up_all(SHUTDOWN_GRACE).await;
+    let _ = stop.send(());
+    if tokio::time::timeout(SHUTDOWN_GRACE, &mut server)
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections still open at shutdown; closing them");
+        server.abort();
+    }
+    sweeper.abort();
+    socket.remove();
+    tracing::info!("pty-daemon stopped");
+    Ok(())
+}

@@ -1,0 +1,172 @@
+//! Every session the daemon holds, by id, and the sweep that forgets exited
+//! sessions once their retention period is over.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use crate::error::{Error, Result};
+use crate::session::Session;
+use crate::spawn::{self, SpawnSpec};
+
+/// Settings that shape every session.
+#[derive(Debug, Clone)]
+pub struct SessionSettings {
+    /// Scrollback ring size per session, in bytes.
+    pub scrollback_bytes: usize,
+    /// How long an exited session stays listed.
+    pub exit_retention: Duration,
+}
+
+#[derive(Default)]
+struct Sessions {
+    by_id: HashMap<String, Arc<Session>>,
+    /// Ids taken by spawns still in progress, so two spawns cannot both
+    /// claim one id.
+    reserved: HashSet<String>,
+}
+
+/// All sessions of this daemon.
+pub struct Registry {
+    sessions: Mutex<Sessions>,
+    settings: SessionSettings,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new(settings: SessionSettings) -> Self {
+        Self {
+            sessions: Mutex::default(),
+            settings,
+        }
+    }
+
+    fn sessions(&self) -> MutexGuard<'_, Sessions> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The session with this id.
+    pub fn get(&self, session_id: &str) -> Result<Arc<Session>> {
+        self.sessions()
+            .by_id
+            .get(session_id)
+            .cloned()
+            .ok_or_else(|| Error::SessionNotFound(session_id.to_owned()))
+    }
+
+    /// Every session, oldest first.
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        let mut all: Vec<_> = self.sessions().by_id.values().cloned().collect();
+        all.sort_by(|a, b| {
+            a.created_at()
+                .cmp(&b.created_at())
+                .then_with(|| a.id().cmp(b.id()))
+        });
+        all
+    }
+
+    /// Starts a program on a new PTY under `session_id`, or under a fresh
+    /// id when none is given.
+    pub async fn spawn(&self, session_id: Option<String>, spec: SpawnSpec) -> Result<Arc<Session>> {
+        let session_id = self.reserve(session_id)?;
+        let (cols, rows) = (spec.cols, spec.rows);
+        let spawned = tokio::task::spawn_blocking(move || spawn::spawn(spec))
+            .await
+            .map_err(|error| Error::io("spawning", std::io::Error::other(error)));
+        let started = spawned.and_then(|spawned| spawned).and_then(|spawned| {
+            Session::start(
+                session_id.clone(),
+                spawned,
+                cols,
+                rows,
+                self.settings.scrollback_bytes,
+            )
+        });
+        let mut sessions = self.sessions();
+        sessions.reserved.remove(&session_id);
+        let session = started?;
+        sessions.by_id.insert(session_id, Arc::clone(&session));
+        Ok(session)
+    }
+
+    fn reserve(&self, session_id: Option<String>) -> Result<String> {
+        let mut sessions = self.sessions();
+        let session_id = match session_id {
+            Some(id) => {
+                if sessions.by_id.contains_key(&id) || sessions.reserved.contains(&id) {
+                    return Err(Error::SessionExists(id));
+                }
+                id
+            }
+            None => uuid::Uuid::new_v4().to_string(),
+        };
+        sessions.reserved.insert(session_id.clone());
+        Ok(session_id)
+    }
+
+    /// Forgets sessions that exited longer ago than the retention period.
+    pub fn sweep_exited(&self, now: SystemTime) -> usize {
+        let retention = self.settings.exit_retention;
+        let mut sessions = self.sessions();
+        let before = sessions.by_id.len();
+        sessions
+            .by_id
+            .retain(|_, session| match session.exit_status() {
+                Some(exit) => now.duration_since(exit.at).unwrap_or_default() < retention,
+                None => true,
+            });
+        before - sessions.by_id.len()
+    }
+
+    /// Runs [`Registry::sweep_exited`] periodically, forever.
+    pub async fn sweep_forever(self: Arc<Self>) {
+        let period = (self.settings.exit_retention / 10)
+            .clamp(Duration::from_millis(100), Duration::from_secs(30));
+        let mut ticker = tokio::time::interval(period);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticker.tick().await;
+            let dropped = self.sweep_exited(SystemTime::now());
+            if dropped > 0 {
+                tracing::debug!(dropped, "forgot exited sessions past their retention");
+            }
+        }
+    }
+}
+
+impl Registry {
+    /// Ends every live session: SIGHUP to each process group, as a closing
+    /// terminal would, then SIGKILL to whatever is left after `grace`.
+    /// Returns once all have been reaped or a second `grace` has passed.
+    pub async fn hang_up_all(&self, grace: Duration) {
+        let live: Vec<_> = self
+            .all()
+            .into_iter()
+            .filter(|session| session.exit_status().is_none())
+            .collect();
+        if live.is_empty() {
+            return;
+        }
+        tracing::info!(sessions = live.len(), "hanging up every session");
+        let all_exited =
+            || futures_util::future::join_all(live.iter().map(|session| session.wait_exited()));
+        for session in &live {
+            let _ = crate::kill::signal_group(session.pid(), rustix::process::Signal::HUP);
+        }
+        if tokio::time::timeout(grace, all_exited()).await.is_ok() {
+            return;
+        }
+        for session in live
+            .iter()
+            .filter(|session| session.exit_status().is_none())
+        {
+            tracing::warn!(session_id = %session.id(), "still alive after SIGHUP; sending SIGKILL");
+            let _ = crate::kill::signal_group(session.pid(), rustix::process::Signal::KILL);
+        }
+        if tokio::time::timeout(grace, all_exited()).await.is_err() {
+            tracing::error!("some sessions were not reaped before shutdown");
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! The gRPC surface: `holdfast.daemon.v1.PtyDaemon`, health and reflection
+//! on the daemon's unix socket. Requests are validated here and handed to
+//! the registry; errors become statuses in `error.rs`.
+
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures_util::Stream;
+use holdfast::proto::daemon::v1 as pb;
+use holdfast::proto::daemon::v1::pty_daemon_server::{PtyDaemon, PtyDaemonServer};
+use rustix::process::Signal;
+use tokio::net::UnixListener;
+use tokio_stream::wrappers::UnixListenerStream;
+use tonic::{Request, Response, Status};
+
+use crate::error::Error;
+use crate::kill;
+use crate::peer_auth::PeerAuthLayer;
+use crate::registry::Registry;
+use crate::session::{Event, ExitStatus, Snapshot};
+use crate::spawn::SpawnSpec;
+use crate::validate;
+
+/// Largest request accepted on the wire: room for a 1 MiB write plus
+/// framing, so an oversized write is answered by `validate` with a clear
+/// message rather than by the transport.
+const MAX_REQUEST_BYTES: usize = 16 << 20;
+
+/// The `PtyDaemon` implementation.
+pub struct DaemonService {
+    registry: Arc<Registry>,
+    info: pb::DaemonInfo,
+}
+
+impl DaemonService {
+    /// Serves `registry`, describing this process in `List` answers.
+    pub fn new(registry: Arc<Registry>, started_at: SystemTime) -> Self {
+        Self {
+            registry,
+            info: pb::DaemonInfo {
+                pid: std::process::id(),
+                version: holdfast::VERSION.to_owned(),
+                started_at: Some(started_at.into()),
+            },
+        }
+    }
+}
+
+/// The stream type of `Attach`.
+pub type AttachStream = Pin<Box<dyn Stream<Item = Result<pb::AttachResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl PtyDaemon for DaemonService {
+    async fn spawn(
+        &self,
+        request: Request<pb::SpawnRequest>,
+    ) -> Result<Response<pb::SpawnResponse>, Status> {
+        let request = request.into_inner();
+        let session_id = match request.session_id.as_str() {
+            "" => None,
+            id => Some(validate::session_id(id)?.to_owned()),
+        };
+        let (cols, rows) = validate::size(request.cols, request.rows)?;
+        validate::spawn_strings(&request.argv, &request.env)?;
+        let cwd = match request.cwd.as_str() {
+            "" => None,
+            cwd if cwd.starts_with('/') && !cwd.contains('\0') => Some(PathBuf::from(cwd)),
+            cwd => {
+                return Err(Error::InvalidArgument(format!(
+                    "cwd {cwd:?} must be an absolute path"
+                ))
+                .into());
+            }
+        };
+        let spec = SpawnSpec {
+            argv: request.argv,
+            cwd,
+            env: request.env,
+            cols,
+            rows,
+        };
+        let session = self.registry.spawn(session_id, spec).await?;
+        tracing::info!(session_id = %session.id(), pid = session.pid().as_raw_nonzero(), "spawned");
+        Ok(Response::new(pb::SpawnResponse {
+            session: Some(session_to_proto(session.snapshot())),
+        }))
+    }
+
+    async fn list(
+        &self,
+        _request: Request<pb::ListRequest>,
+    ) -> Result<Response<pb::ListResponse>, Status> {
+        let sessions = self
+            .registry
+            .all()
+            .iter()
+            .map(|session| session_to_proto(session.snapshot()))
+            .collect();
+        Ok(Response::new(pb::ListResponse {
+            sessions,
+            daemon: Some(self.info.clone()),
+        }))
+    }
+
+    async fn kill(
+        &self,
+        request: Request<pb::KillRequest>,
+    ) -> Result<Response<pb::KillResponse>, Status> {
+        let request = request.into_inner();
+        let session = self
+            .registry
+            .get(validate::session_id(&request.session_id)?)?;
+        let signal = signal_from_proto(request.signal)?;
+        let grace = match request.grace_ms {
+            None => kill::DEFAULT_GRACE,
+            Some(ms) if ms <= validate::MAX_GRACE_MS => Duration::from_millis(ms.into()),
+            Some(ms) => {
+                return Err(Error::InvalidArgument(format!(
+                    "grace_ms is {ms}; the limit is {}",
+                    validate::MAX_GRACE_MS
+                ))
+                .into());
+            }
+        };
+        kill::kill(&session, signal, grace)?;
+        tracing::info!(session_id = %session.id(), signal = signal.as_raw(), ?grace, "kill requested");
+        Ok(Response::new(pb::KillResponse {}))
+    }
+
+    type AttachStream = AttachStream;
+
+    async fn attach(
+        &self,
+        request: Request<pb::AttachRequest>,
+    ) -> Result<Response<AttachStream>, Status> {
+        let request = request.into_inner();
+        let session = self
+            .registry
+            .get(validate::session_id(&request.session_id)?)?;
+        let cursor = session.cursor(request.from_offset);
+        let changes = session.changes();
+        let events = futures_util::stream::unfold(
+            (session, cursor, changes),
+            |(session, mut cursor, mut changes)| async move {
+                let event = session.next_event(&mut cursor, &mut changes).await?;
+                Some((Ok(event_to_proto(event)), (session, cursor, changes)))
+            },
+        );
+        Ok(Response::new(Box::pin(events)))
+    }
+
+    async fn write(
+        &self,
+        request: Request<pb::WriteRequest>,
+    ) -> Result<Response<pb::WriteResponse>, Status> {
+        let request = request.into_inner();
+        let session_id = validate::session_id(&request.session_id)?;
+        validate::write_len(request.data.len())?;
+        let session = self.registry.get(session_id)?;
+        session.write(&request.data).await?;
+        Ok(Response::new(pb::WriteResponse {}))
+    }
+
+    async fn resize(
+        &self,
+        request: Request<pb::ResizeRequest>,
+    ) -> Result<Response<pb::ResizeResponse>, Status> {
+        let request = request.into_inner();
+        let session_id = validate::session_id(&request.session_id)?;
+        let (cols, rows) = validate::size(request.cols, request.rows)?;
+        self.registry.get(session_id)?.resize(cols, rows)?;
+        Ok(Response::new(pb::ResizeResponse {}))
+    }
+}
+
+fn signal_from_proto(raw: i32) -> Result<Signal, Error> {
+    let signal = pb::Signal::try_from(raw)
+        .map_err(|_| Error::InvalidArgument(format!("signal {raw} is not a known Signal value")))?;
+    Ok(match signal {
+        pb::Signal::Unspecified | pb::Signal::Hup => Signal::HUP,
+        pb::Signal::Int => Signal::INT,
+        pb::Signal::Quit => Signal::QUIT,
+        pb::Signal::Kill => Signal::KILL,
+        pb::Signal::Usr1 => Signal::USR1,
+        pb::Signal::Usr2 => Signal::USR2,
+        pb::Signal::Term => Signal::TERM,
+    })
+}
+
+fn session_to_proto(snapshot: Snapshot) -> pb::Session {
+    pb::Session {
+        session_id: snapshot.session_id,
+        pid: snapshot.pid,
+        alive: snapshot.exit.is_none(),
+        exit_code: snapshot.exit.and_then(|exit| exit.code),
+        signal: snapshot.exit.and_then(|exit| exit.signal),
+        cols: snapshot.cols.into(),
+        rows: snapshot.rows.into(),
+        argv: snapshot.argv,
+        cwd: snapshot.cwd.to_string_lossy().into_owned(),
+        title: snapshot.title,
+        created_at: Some(snapshot.created_at.into()),
+        exited_at: snapshot.exit.map(|exit| exit.at.into()),
+        output_offset: snapshot.output_offset,
+    }
+}
+
+fn event_to_proto(event: Event) -> pb::AttachResponse {
+    use pb::attach_response::Event as E;
+    let event = match event {
+        Event::Output { offset, data } => E::Output(pb::Output { offset, data }),
+        Event::Truncated {
+            from_offset,
+            to_offset,
+        } => E::Truncated(pb::Truncated {
+            from_offset,
+            to_offset,
+        }),
+        Event::Title(title) => E::Title(pb::TitleChanged { title }),
+        Event::Exited(ExitStatus { code, signal, .. }) => E::Exited(pb::Exited {
+            exit_code: code,
+            signal,
+        }),
+    };
+    pb::AttachResponse { event: Some(event) }
+}
+
+/// Serves the daemon, health and reflection on `listener` until `shutdown`
+/// resolves.
+pub async fn serve(
+    listener: UnixListener,
+    service: DaemonService,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), tonic::transport::Error> {
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<PtyDaemonServer<DaemonService>>().await;
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(holdfast::proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection()
+        .build_v1()
+        .expect("the embedded descriptor set is valid");
+    let reflection_v1alpha = reflection()
+        .build_v1alpha()
+        .expect("the embedded descriptor set is valid");
+    let uid = rustix::process::getuid().as_raw();
+    tonic::transport::Server::builder()
+        .layer(PeerAuthLayer::new(uid))
+        .add_service(PtyDaemonServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES))
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
+        .await
+}

@@ -1,0 +1,451 @@
+//! One PTY session: the program, its output ring, its title, and the task
+//! that drives it. No OS thread per session: the master fd and a pidfd are
+//! registered with tokio, and one small task per session reads both.
+
+use std::cell::RefCell;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use prost::bytes::Bytes;
+use rustix::process::{Pid, WaitId, WaitIdOptions};
+use rustix::termios::Winsize;
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+use tokio::sync::watch;
+
+use crate::error::{Error, Result};
+use crate::scrollback::{ReadAt, Scrollback};
+use crate::spawn::Spawned;
+use crate::title::TitleTracker;
+
+/// Most bytes read from a PTY per wakeup before other tasks get a turn.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+/// Reads per wakeup before yielding, so one flooding session cannot starve
+/// the others on the same worker.
+const READS_PER_WAKEUP: usize = 16;
+/// Largest output chunk sent to an attacher in one event.
+pub const MAX_CHUNK_BYTES: usize = 64 * 1024;
+
+thread_local! {
+    /// One read buffer per worker thread, not per session, so idle sessions
+    /// cost no buffer memory.
+    static READ_BUFFER: RefCell<Box<[u8]>> =
+        RefCell::new(vec![0; READ_BUFFER_BYTES].into_boxed_slice());
+}
+
+/// How a session's program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitStatus {
+    /// Exit code, when it exited normally.
+    pub code: Option<i32>,
+    /// Signal number, when a signal ended it.
+    pub signal: Option<i32>,
+    /// When the daemon observed the exit.
+    pub at: SystemTime,
+}
+
+/// The parts of a session that change, behind one lock.
+struct State {
+    scrollback: Scrollback,
+    titles: TitleTracker,
+    title: String,
+    /// Bumped on every title change so attachers notice each one.
+    title_version: u64,
+    cols: u16,
+    rows: u16,
+    exit: Option<ExitStatus>,
+}
+
+/// A point-in-time view of a session for `List` and `Spawn`.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The session's id.
+    pub session_id: String,
+    /// The program's pid.
+    pub pid: u32,
+    /// argv as started.
+    pub argv: Vec<String>,
+    /// Where it started.
+    pub cwd: PathBuf,
+    /// When it was spawned.
+    pub created_at: SystemTime,
+    /// The last OSC title.
+    pub title: String,
+    /// Terminal width.
+    pub cols: u16,
+    /// Terminal height.
+    pub rows: u16,
+    /// Total bytes of output produced.
+    pub output_offset: u64,
+    /// Set once the program has exited.
+    pub exit: Option<ExitStatus>,
+}
+
+/// One event for an attacher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// Output starting at `offset`.
+    Output {
+        /// Absolute offset of `data[0]`.
+        offset: u64,
+        /// The bytes.
+        data: Bytes,
+    },
+    /// Output in `from_offset..to_offset` was evicted before it was sent.
+    Truncated {
+        /// First lost byte.
+        from_offset: u64,
+        /// Where output resumes.
+        to_offset: u64,
+    },
+    /// The title is now this.
+    Title(String),
+    /// The program exited; nothing follows.
+    Exited(ExitStatus),
+}
+
+/// Where one attacher is in a session's event history.
+#[derive(Debug)]
+pub struct Cursor {
+    offset: u64,
+    title_version: u64,
+    finished: bool,
+}
+
+/// A program on a PTY, owned by the daemon.
+pub struct Session {
+    id: String,
+    pid: Pid,
+    argv: Vec<String>,
+    cwd: PathBuf,
+    created_at: SystemTime,
+    master: AsyncFd<OwnedFd>,
+    /// Serialises writers so each `Write` lands whole and in order.
+    input: tokio::sync::Mutex<()>,
+    state: Mutex<State>,
+    /// Pinged on new output, title or exit; attachers wait on it.
+    changes: watch::Sender<()>,
+    /// Becomes true once the program has exited and been reaped.
+    exited: watch::Sender<bool>,
+}
+
+impl Session {
+    /// Wraps a freshly spawned program and starts the task that reads its
+    /// output and reaps it. Must run inside the tokio runtime.
+    pub fn start(
+        id: String,
+        spawned: Spawned,
+        cols: u16,
+        rows: u16,
+        scrollback_bytes: usize,
+    ) -> Result<Arc<Self>> {
+        let master = register(spawned.master, Interest::READABLE | Interest::WRITABLE)
+            .map_err(|error| Error::io("registering the PTY master", error))?;
+        let pidfd = register(spawned.pidfd, Interest::READABLE)
+            .map_err(|error| Error::io("registering the pidfd", error))?;
+        let session = Arc::new(Self {
+            id,
+            pid: spawned.pid,
+            argv: spawned.argv,
+            cwd: spawned.cwd,
+            created_at: SystemTime::now(),
+            master,
+            input: tokio::sync::Mutex::new(()),
+            state: Mutex::new(State {
+                scrollback: Scrollback::new(scrollback_bytes),
+                titles: TitleTracker::new(),
+                title: String::new(),
+                title_version: 0,
+                cols,
+                rows,
+                exit: None,
+            }),
+            changes: watch::Sender::new(()),
+            exited: watch::Sender::new(false),
+        });
+        tokio::spawn(Arc::clone(&session).drive(pidfd));
+        Ok(session)
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The program's pid, which is also its process group id.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// When it was spawned.
+    pub fn created_at(&self) -> SystemTime {
+        self.created_at
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the ring inconsistent
+        // in a way worth dying for; keep serving.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// How the program ended, once it has.
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        self.state().exit
+    }
+
+    /// The session as it is now.
+    pub fn snapshot(&self) -> Snapshot {
+        let state = self.state();
+        Snapshot {
+            session_id: self.id.clone(),
+            pid: self.pid.as_raw_nonzero().get() as u32,
+            argv: self.argv.clone(),
+            cwd: self.cwd.clone(),
+            created_at: self.created_at,
+            title: state.title.clone(),
+            cols: state.cols,
+            rows: state.rows,
+            output_offset: state.scrollback.end_offset(),
+            exit: state.exit,
+        }
+    }
+
+    /// Resolves once the program has exited and been reaped.
+    pub async fn wait_exited(&self) {
+        let mut exited = self.exited.subscribe();
+        // The sender lives as long as `self`, so this cannot fail.
+        let _ = exited.wait_for(|exited| *exited).await;
+    }
+
+    /// Sends input to the program, all of it, in order with other writes.
+    pub async fn write(&self, mut data: &[u8]) -> Result<()> {
+        let _turn = self.input.lock().await;
+        let mut exited = self.exited.subscribe();
+        while !data.is_empty() {
+            if *exited.borrow_and_update() {
+                return Err(Error::SessionExited(self.id.clone()));
+            }
+            let mut ready = tokio::select! {
+                ready = self.master.writable() => ready.map_err(|error| Error::io("waiting to write", error))?,
+                _ = exited.changed() => continue,
+            };
+            match ready.try_io(|fd| rustix::io::write(fd.get_ref(), data).map_err(io::Error::from))
+            {
+                Ok(Ok(written)) => data = &data[written..],
+                Ok(Err(error)) => return Err(Error::io("writing to the PTY", error)),
+                Err(_would_block) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Changes the terminal size; the kernel sends SIGWINCH to the program.
+    pub fn resize(&self, cols: u16, rows: u16) -> Result<()> {
+        let mut state = self.state();
+        if state.exit.is_some() {
+            return Err(Error::SessionExited(self.id.clone()));
+        }
+        let size = Winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        rustix::termios::tcsetwinsize(self.master.get_ref(), size)
+            .map_err(|error| Error::io("resizing the PTY", error))?;
+        state.cols = cols;
+        state.rows = rows;
+        Ok(())
+    }
+
+    /// A cursor at `from_offset`, or at the oldest byte held.
+    pub fn cursor(&self, from_offset: Option<u64>) -> Cursor {
+        let start = self.state().scrollback.start_offset();
+        Cursor {
+            offset: from_offset.unwrap_or(start),
+            title_version: 0,
+            finished: false,
+        }
+    }
+
+    /// Subscribes to change pings, for use with [`Session::next_event`].
+    pub fn changes(&self) -> watch::Receiver<()> {
+        self.changes.subscribe()
+    }
+
+    /// The next event for `cursor`, waiting for one if need be; `None` once
+    /// the exit has been delivered.
+    pub async fn next_event(
+        &self,
+        cursor: &mut Cursor,
+        changes: &mut watch::Receiver<()>,
+    ) -> Option<Event> {
+        loop {
+            if cursor.finished {
+                return None;
+            }
+            changes.borrow_and_update();
+            if let Some(event) = self.poll_event(cursor) {
+                return Some(event);
+            }
+            // The sender lives as long as `self`; a closed channel would mean
+            // the session is gone, so end the stream.
+            if changes.changed().await.is_err() {
+                return None;
+            }
+        }
+    }
+
+    fn poll_event(&self, cursor: &mut Cursor) -> Option<Event> {
+        let state = self.state();
+        if cursor.title_version != state.title_version {
+            cursor.title_version = state.title_version;
+            return Some(Event::Title(state.title.clone()));
+        }
+        match state.scrollback.read_at(cursor.offset, MAX_CHUNK_BYTES) {
+            ReadAt::Data(data) => {
+                let offset = cursor.offset;
+                cursor.offset += data.len() as u64;
+                Some(Event::Output { offset, data })
+            }
+            ReadAt::Evicted { to_offset } => {
+                let from_offset = cursor.offset;
+                cursor.offset = to_offset;
+                Some(Event::Truncated {
+                    from_offset,
+                    to_offset,
+                })
+            }
+            ReadAt::Pending => {
+                let exit = state.exit?;
+                cursor.finished = true;
+                Some(Event::Exited(exit))
+            }
+        }
+    }
+
+    /// Reads output until the program exits, then reaps it.
+    async fn drive(self: Arc<Self>, pidfd: AsyncFd<OwnedFd>) {
+        let mut reading = true;
+        loop {
+            tokio::select! {
+                biased;
+                ready = self.master.readable(), if reading => match ready {
+                    Ok(mut ready) => match self.read_some() {
+                        Ok(ReadOutcome::Drained) => ready.clear_ready(),
+                        Ok(ReadOutcome::More) => tokio::task::yield_now().await,
+                        Ok(ReadOutcome::Closed) => reading = false,
+                        Err(error) => {
+                            tracing::warn!(session_id = %self.id, %error, "reading the PTY failed");
+                            reading = false;
+                        }
+                    },
+                    Err(error) => {
+                        tracing::warn!(session_id = %self.id, %error, "polling the PTY failed");
+                        reading = false;
+                    }
+                },
+                ready = pidfd.readable() => match ready {
+                    Ok(_) => break,
+                    Err(error) => {
+                        tracing::error!(session_id = %self.id, %error, "polling the pidfd failed");
+                        break;
+                    }
+                },
+            }
+        }
+        // Whatever the program wrote before exiting is still in the PTY.
+        while reading && matches!(self.read_some(), Ok(ReadOutcome::More)) {}
+        let exit = reap(&pidfd).await;
+        tracing::debug!(session_id = %self.id, ?exit, "session exited");
+        self.state().exit = Some(exit);
+        self.exited.send_replace(true);
+        self.changes.send_replace(());
+    }
+
+    /// Reads what the PTY has, up to a few buffers' worth.
+    fn read_some(&self) -> io::Result<ReadOutcome> {
+        READ_BUFFER.with_borrow_mut(|buffer| {
+            for _ in 0..READS_PER_WAKEUP {
+                match rustix::io::read(self.master.get_ref(), &mut buffer[..]) {
+                    Ok(0) => return Ok(ReadOutcome::Closed),
+                    Ok(read) => self.append(&buffer[..read]),
+                    Err(rustix::io::Errno::AGAIN) => return Ok(ReadOutcome::Drained),
+                    Err(rustix::io::Errno::INTR) => {}
+                    // Linux answers EIO once every slave descriptor is closed.
+                    Err(rustix::io::Errno::IO) => return Ok(ReadOutcome::Closed),
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            Ok(ReadOutcome::More)
+        })
+    }
+
+    fn append(&self, output: &[u8]) {
+        {
+            let mut state = self.state();
+            state.scrollback.push(output);
+            if let Some(title) = state.titles.feed(output)
+                && title != state.title
+            {
+                state.title = title;
+                state.title_version += 1;
+            }
+        }
+        self.changes.send_replace(());
+    }
+}
+
+enum ReadOutcome {
+    /// The PTY has nothing more for now.
+    Drained,
+    /// There may be more; yield and come back.
+    More,
+    /// No process holds the slave side any more.
+    Closed,
+}
+
+/// Registers an owned descriptor with the runtime's reactor.
+fn register(fd: OwnedFd, interest: Interest) -> io::Result<AsyncFd<OwnedFd>> {
+    // SAFETY: an `OwnedFd` is open, owned, and always reports the same
+    // descriptor for as long as it lives inside the `AsyncFd`.
+    unsafe { AsyncFd::register_with_interest(fd, interest) }.map_err(io::Error::from)
+}
+
+/// Collects the exit status of an exited program through its pidfd.
+async fn reap(pidfd: &AsyncFd<OwnedFd>) -> ExitStatus {
+    loop {
+        match rustix::process::waitid(
+            WaitId::PidFd(pidfd.get_ref().as_fd()),
+            WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
+        ) {
+            Ok(Some(status)) => {
+                return ExitStatus {
+                    code: status.exit_status(),
+                    signal: status.terminating_signal(),
+                    at: SystemTime::now(),
+                };
+            }
+            Ok(None) => {
+                // Not exited after all; wait for the pidfd again.
+                if let Ok(mut ready) = pidfd.readable().await {
+                    ready.clear_ready();
+                }
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(error) => {
+                tracing::error!(%error, "reaping a session failed");
+                return ExitStatus {
+                    code: None,
+                    signal: None,
+                    at: SystemTime::now(),
+                };
+            }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Window titles set by OSC 0 and OSC 2 sequences, found with a real VT
+//! parser so that sequences split across reads are still recognised.
+
+/// Longest title kept, in bytes; longer ones are cut at a char boundary.
+const MAX_TITLE_BYTES: usize = 1024;
+
+/// Follows a session's output and remembers the last title it set.
+pub struct TitleTracker {
+    parser: vte::Parser,
+    found: TitleFound,
+}
+
+#[derive(Default)]
+struct TitleFound {
+    /// The most recent title seen since the last `take`.
+    latest: Option<String>,
+}
+
+impl vte::Perform for TitleFound {
+    fn osc_dispatch(&mut self, params: &[&[u8]], _bell_terminated: bool) {
+        // OSC 0 sets icon name and title, OSC 2 the title alone.
+        if let [b"0" | b"2", rest @ ..] = params {
+            // The title may itself contain ';', which vte splits on.
+            let title = rest.join(&b';');
+            let mut title = String::from_utf8_lossy(&title).into_owned();
+            if title.len() > MAX_TITLE_BYTES {
+                let mut cut = MAX_TITLE_BYTES;
+                while !title.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                title.truncate(cut);
+            }
+            self.latest = Some(title);
+        }
+    }
+}
+
+impl Default for TitleTracker {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TitleTracker {
+    /// A tracker in the ground state.
+    pub fn new() -> Self {
+        Self {
+            parser: vte::Parser::new(),
+            found: TitleFound::default(),
+        }
+    }
+
+    /// Feeds output; returns the last title these bytes completed, if any.
+    pub fn feed(&mut self, output: &[u8]) -> Option<String> {
+        self.parser.advance(&mut self.found, output);
+        self.found.latest.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn osc_0_and_2_set_the_title() {
+        let mut titles = TitleTracker::new();
+        assert_eq!(titles.feed(b"\x1b]0;first\x07"), Some("first".into()));
+        assert_eq!(
+            titles.feed(b"text \x1b]2;second\x1b\\ more"),
+            Some("second".into())
+        );
+        assert_eq!(titles.feed(b"plain output"), None);
+    }
+
+    #[test]
+    fn other_osc_codes_are_ignored() {
+        let mut titles = TitleTracker::new();
+        assert_eq!(titles.feed(b"\x1b]1;icon\x07\x1b]7;file:///tmp\x07"), None);
+    }
+
+    #[test]
+    fn sequences_split_across_reads_are_found() {
+        let mut titles = TitleTracker::new();
+        assert_eq!(titles.feed(b"\x1b]2;build"), None);
+        assert_eq!(titles.feed(b"ing; step 2"), None);
+        assert_eq!(titles.feed(b"\x07"), Some("building; step 2".into()));
+    }
+
+    #[test]
+    fn the_last_title_in_a_chunk_wins() {
+        let mut titles = TitleTracker::new();
+        assert_eq!(titles.feed(b"\x1b]2;a\x07\x1b]2;b\x07"), Some("b".into()));
+    }
+}

@@ -1,0 +1,125 @@
+//! Checks on request fields, shared by every RPC.
+
+use crate::error::{Error, Result};
+
+/// Longest session id accepted.
+pub const MAX_SESSION_ID_LEN: usize = 64;
+/// Largest terminal dimension accepted, in cells.
+pub const MAX_DIMENSION: u32 = 10_000;
+/// Largest single input write, in bytes.
+pub const MAX_WRITE_BYTES: usize = 1 << 20;
+/// Longest grace period before SIGKILL, in milliseconds.
+pub const MAX_GRACE_MS: u32 = 600_000;
+
+/// A session id is 1 to 64 characters of `[A-Za-z0-9._-]` starting with a
+/// letter or digit, so it is safe in paths, logs and URLs.
+pub fn session_id(id: &str) -> Result<&str> {
+    if id.is_empty() {
+        return Err(Error::InvalidArgument("session_id is required".into()));
+    }
+    if id.len() > MAX_SESSION_ID_LEN {
+        return Err(Error::InvalidArgument(format!(
+            "session_id is {} bytes long; the limit is {MAX_SESSION_ID_LEN}",
+            id.len()
+        )));
+    }
+    let mut chars = id.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
+    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if !(first_ok && rest_ok) {
+        return Err(Error::InvalidArgument(format!(
+            "session_id {id:?} must start with a letter or digit and hold only letters, digits, '.', '_' and '-'"
+        )));
+    }
+    Ok(id)
+}
+
+/// Terminal sizes are 1 to 10,000 cells each way.
+pub fn size(cols: u32, rows: u32) -> Result<(u16, u16)> {
+    for (name, value) in [("cols", cols), ("rows", rows)] {
+        if value == 0 || value > MAX_DIMENSION {
+            return Err(Error::InvalidArgument(format!(
+                "{name} must be between 1 and {MAX_DIMENSION}, got {value}"
+            )));
+        }
+    }
+    // Both are at most 10,000, so they fit.
+    Ok((cols as u16, rows as u16))
+}
+
+/// Input writes are at most 1 MiB.
+pub fn write_len(len: usize) -> Result<()> {
+    if len > MAX_WRITE_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "data is {len} bytes; one write may carry at most {MAX_WRITE_BYTES}"
+        )));
+    }
+    Ok(())
+}
+
+/// Strings passed to exec may not hold NUL; env names may not hold '='.
+pub fn spawn_strings<'a>(
+    argv: &[String],
+    env: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> Result<()> {
+    if let Some(arg) = argv.iter().position(|arg| arg.contains('\0')) {
+        return Err(Error::InvalidArgument(format!(
+            "argv[{arg}] contains a NUL byte"
+        )));
+    }
+    if argv.first().is_some_and(String::is_empty) {
+        return Err(Error::InvalidArgument("argv[0] is empty".into()));
+    }
+    for (name, value) in env {
+        if name.is_empty() || name.contains(['=', '\0']) {
+            return Err(Error::InvalidArgument(format!(
+                "env name {name:?} must be non-empty and hold neither '=' nor NUL"
+            )));
+        }
+        if value.contains('\0') {
+            return Err(Error::InvalidArgument(format!(
+                "env value of {name} contains a NUL byte"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids() {
+        assert!(session_id("a").is_ok());
+        assert!(session_id("build-1.log_x").is_ok());
+        assert!(session_id(&"x".repeat(64)).is_ok());
+        for bad in [
+            "",
+            "-lead",
+            ".hidden",
+            "a b",
+            "a/b",
+            "é",
+            "a\0b",
+            &"x".repeat(65),
+        ] {
+            assert!(session_id(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(size(80, 24).unwrap(), (80, 24));
+        assert_eq!(size(10_000, 1).unwrap(), (10_000, 1));
+        for (cols, rows) in [(0, 24), (80, 0), (10_001, 24), (80, u32::MAX)] {
+            assert!(size(cols, rows).is_err());
+        }
+    }
+
+    #[test]
+    fn write_lengths() {
+        assert!(write_len(MAX_WRITE_BYTES).is_ok());
+        assert!(write_len(MAX_WRITE_BYTES + 1).is_err());
+    }
+}

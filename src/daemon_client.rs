@@ -1,0 +1,74 @@
+//! A gRPC client for the pty-daemon over its unix socket.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use tokio::net::UnixStream;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::proto::daemon::v1::pty_daemon_client::PtyDaemonClient;
+
+/// A client of the daemon's `PtyDaemon` service.
+pub type DaemonClient = PtyDaemonClient<Channel>;
+
+/// Why the daemon could not be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// Nothing answered at the socket (missing file, refused, or timed out).
+    #[error("cannot connect to the pty-daemon at {path}: {source}")]
+    Connect {
+        /// The socket that was tried.
+        path: PathBuf,
+        /// What the transport said.
+        #[source]
+        source: tonic::transport::Error,
+    },
+}
+
+/// An endpoint whose connections go to the unix socket at `path`.
+///
+/// The URI is a placeholder: HTTP/2 servers reject a socket path as
+/// `:authority`, so requests carry `localhost`.
+fn endpoint() -> Endpoint {
+    Endpoint::from_static("http://localhost")
+}
+
+fn connector(
+    path: &Path,
+) -> impl tower::Service<
+    tonic::transport::Uri,
+    Response = TokioIo<UnixStream>,
+    Error = std::io::Error,
+    Future = impl Send,
+> + Clone
++ Send
++ 'static {
+    let path = path.to_path_buf();
+    tower::service_fn(move |_: tonic::transport::Uri| {
+        let path = path.clone();
+        async move { UnixStream::connect(path).await.map(TokioIo::new) }
+    })
+}
+
+/// Connects now, waiting at most `timeout` for the socket to accept.
+pub async fn connect(path: &Path, timeout: Duration) -> Result<DaemonClient, ConnectError> {
+    let channel = endpoint()
+        .connect_timeout(timeout)
+        .connect_with_connector(connector(path))
+        .await
+        .map_err(|source| ConnectError::Connect {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    Ok(PtyDaemonClient::new(channel).max_decoding_message_size(usize::MAX))
+}
+
+/// A client that connects on first use and reconnects after failures, so a
+/// long-lived caller survives daemon restarts.
+pub fn connect_lazy(path: &Path, connect_timeout: Duration) -> DaemonClient {
+    let channel = endpoint()
+        .connect_timeout(connect_timeout)
+        .connect_with_connector_lazy(connector(path));
+    PtyDaemonClient::new(channel).max_decoding_message_size(usize::MAX)
+}

@@ -1,0 +1,10 @@
+//! Shared pieces of holdfast: the generated protobuf and gRPC code, the
+//! default filesystem locations, and a client for the pty-daemon's unix
+//! socket.
+
+pub mod daemon_client;
+pub mod paths;
+pub mod proto;
+
+/// The version every holdfast binary reports; daemon and host compare it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

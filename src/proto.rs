@@ -1,0 +1,14 @@
+//! Code generated from `proto/` by `build.rs`.
+
+/// The encoded `FileDescriptorSet` of every holdfast proto, for reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/holdfast_descriptor.bin"));
+
+/// `holdfast.daemon.v1`: the pty-daemon's API.
+pub mod daemon {
+    /// Version 1 of the daemon API.
+    pub mod v1 {
+        #![allow(missing_docs, clippy::all)]
+        tonic::include_proto!("holdfast.daemon.v1");
+    }
+}

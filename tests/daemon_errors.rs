@@ -1,0 +1,233 @@
+//! Bad input to the daemon gets a precise status and a clear message, and
+//! the daemon keeps serving.
+
+mod support;
+
+use holdfast::proto::daemon::v1 as pb;
+use support::*;
+use tonic::Code;
+
+fn expect_status<T: std::fmt::Debug>(result: Result<T, tonic::Status>, code: Code, needle: &str) {
+    let status = result.expect_err("the call must fail");
+    assert_eq!(status.code(), code, "message: {}", status.message());
+    assert!(
+        status.message().contains(needle),
+        "message {:?} should mention {needle:?}",
+        status.message()
+    );
+}
+
+#[tokio::test]
+async fn bad_input_gets_precise_statuses() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let live = spawn(&mut client, &["sleep", "1000"]).await;
+
+    let with = |edit: &dyn Fn(&mut pb::SpawnRequest)| {
+        let mut request = spawn_request(&["sleep", "1"]);
+        edit(&mut request);
+        request
+    };
+    expect_status(
+        client.spawn(with(&|r| r.cols = 0)).await,
+        Code::InvalidArgument,
+        "cols must be between 1 and 10000",
+    );
+    expect_status(
+        client.spawn(with(&|r| r.rows = 10_001)).await,
+        Code::InvalidArgument,
+        "rows",
+    );
+    expect_status(
+        client
+            .spawn(with(&|r| r.argv = vec!["/no/such/program".into()]))
+            .await,
+        Code::NotFound,
+        "/no/such/program",
+    );
+    expect_status(
+        client
+            .spawn(with(&|r| r.argv = vec!["no-such-program-x".into()]))
+            .await,
+        Code::NotFound,
+        "no-such-program-x",
+    );
+    expect_status(
+        client.spawn(with(&|r| r.cwd = "/no/such/dir".into())).await,
+        Code::NotFound,
+        "/no/such/dir",
+    );
+    expect_status(
+        client.spawn(with(&|r| r.cwd = "relative/dir".into())).await,
+        Code::InvalidArgument,
+        "absolute",
+    );
+    expect_status(
+        client.spawn(with(&|r| r.session_id = "x".repeat(65))).await,
+        Code::InvalidArgument,
+        "limit is 64",
+    );
+    expect_status(
+        client
+            .spawn(with(&|r| r.session_id = "a/../b".into()))
+            .await,
+        Code::InvalidArgument,
+        "letters, digits",
+    );
+    expect_status(
+        client
+            .spawn(with(&|r| r.session_id = live.session_id.clone()))
+            .await,
+        Code::AlreadyExists,
+        &live.session_id,
+    );
+    expect_status(
+        client
+            .spawn(with(&|r| {
+                r.env.insert("A=B".into(), "1".into());
+            }))
+            .await,
+        Code::InvalidArgument,
+        "env name",
+    );
+    expect_status(
+        client
+            .spawn(with(&|r| r.argv = vec!["sh".into(), "a\0b".into()]))
+            .await,
+        Code::InvalidArgument,
+        "NUL",
+    );
+
+    let unknown = "no-such-session".to_owned();
+    expect_status(
+        client
+            .kill(pb::KillRequest {
+                session_id: unknown.clone(),
+                ..Default::default()
+            })
+            .await,
+        Code::NotFound,
+        "no-such-session",
+    );
+    expect_status(
+        client
+            .attach(pb::AttachRequest {
+                session_id: unknown.clone(),
+                from_offset: None,
+            })
+            .await,
+        Code::NotFound,
+        "no-such-session",
+    );
+    expect_status(
+        client
+            .write(pb::WriteRequest {
+                session_id: unknown.clone(),
+                data: "x".into(),
+            })
+            .await,
+        Code::NotFound,
+        "no-such-session",
+    );
+    expect_status(
+        client
+            .resize(pb::ResizeRequest {
+                session_id: unknown,
+                cols: 80,
+                rows: 24,
+            })
+            .await,
+        Code::NotFound,
+        "no-such-session",
+    );
+    expect_status(
+        client.kill(pb::KillRequest::default()).await,
+        Code::InvalidArgument,
+        "session_id is required",
+    );
+    expect_status(
+        client
+            .kill(pb::KillRequest {
+                session_id: live.session_id.clone(),
+                signal: 99,
+                grace_ms: None,
+            })
+            .await,
+        Code::InvalidArgument,
+        "signal 99",
+    );
+    expect_status(
+        client
+            .kill(pb::KillRequest {
+                session_id: live.session_id.clone(),
+                signal: 0,
+                grace_ms: Some(u32::MAX),
+            })
+            .await,
+        Code::InvalidArgument,
+        "grace_ms",
+    );
+    expect_status(
+        client
+            .resize(pb::ResizeRequest {
+                session_id: live.session_id.clone(),
+                cols: 80,
+                rows: 0,
+            })
+            .await,
+        Code::InvalidArgument,
+        "rows",
+    );
+    let oversized = vec![b'x'; (1 << 20) + 1];
+    expect_status(
+        client
+            .write(pb::WriteRequest {
+                session_id: live.session_id.clone(),
+                data: oversized.into(),
+            })
+            .await,
+        Code::InvalidArgument,
+        "at most 1048576",
+    );
+
+    // Still serving, and the live session is untouched.
+    let still = find(&mut client, &live.session_id).await.expect("listed");
+    assert!(still.alive);
+}
+
+#[tokio::test]
+async fn an_exited_session_takes_no_input_or_resize_but_kill_is_idempotent() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let session = spawn(&mut client, &["true"]).await;
+    exited(&client, &session.session_id).await;
+    let id = session.session_id.clone();
+    expect_status(
+        client
+            .write(pb::WriteRequest {
+                session_id: id.clone(),
+                data: "x".into(),
+            })
+            .await,
+        Code::FailedPrecondition,
+        "exited",
+    );
+    expect_status(
+        client
+            .resize(pb::ResizeRequest {
+                session_id: id.clone(),
+                cols: 80,
+                rows: 24,
+            })
+            .await,
+        Code::FailedPrecondition,
+        "exited",
+    );
+    client
+        .kill(pb::KillRequest {
+            session_id: id,
+            ..Default::default()
+        })
+        .await
+        .expect("killing an exited session is a no-op");
+}

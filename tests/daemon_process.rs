@@ -1,0 +1,337 @@
+//! The daemon as a process: detaching, one daemon per socket, stale
+//! sockets, permissions, other users, graceful stop, health and reflection.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use holdfast::daemon_client;
+use holdfast::proto::daemon::v1 as pb;
+use support::*;
+
+fn mode(path: &std::path::Path) -> u32 {
+    std::fs::metadata(path).expect("stat").permissions().mode() & 0o7777
+}
+
+#[tokio::test]
+async fn socket_is_0600_in_a_0700_directory() {
+    let daemon = Daemon::start().await;
+    assert_eq!(mode(&daemon.socket), 0o600);
+    assert_eq!(mode(daemon.socket.parent().expect("parent")), 0o700);
+}
+
+#[tokio::test]
+async fn a_second_daemon_on_the_same_socket_is_refused() {
+    let daemon = Daemon::start().await;
+    let output = Command::new(binary("pty-daemon"))
+        .arg("--socket")
+        .arg(&daemon.socket)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run a second daemon");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("already serving"), "stderr: {stderr}");
+    // The first one keeps serving.
+    let mut client = daemon.client().await;
+    client
+        .list(pb::ListRequest {})
+        .await
+        .expect("the first daemon still answers");
+}
+
+#[tokio::test]
+async fn a_stale_socket_file_is_replaced() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let socket = dir.path().join("ptyd.sock");
+    // A socket file nobody listens on, as a crashed daemon leaves behind.
+    drop(std::os::unix::net::UnixListener::bind(&socket).expect("bind"));
+    assert!(socket.exists());
+    let mut child = Command::new(binary("pty-daemon"))
+        .arg("--socket")
+        .arg(&socket)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start");
+    let mut client = eventually("the daemon to replace the stale socket", || {
+        let socket = socket.clone();
+        async move {
+            daemon_client::connect(&socket, Duration::from_secs(1))
+                .await
+                .ok()
+        }
+    })
+    .await;
+    client.list(pb::ListRequest {}).await.expect("list");
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::TERM,
+    );
+    assert!(wait_with_deadline(&mut child).success());
+}
+
+#[tokio::test]
+async fn sigterm_hangs_up_sessions_removes_the_socket_and_exits_cleanly() {
+    let mut daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let plain = spawn(&mut client, &["sleep", "1000"]).await;
+    let stubborn = spawn(
+        &mut client,
+        &[
+            "sh",
+            "-c",
+            "trap '' HUP; echo ready; while :; do sleep 1; done",
+        ],
+    )
+    .await;
+    receive_text(
+        &mut attach(&mut client, &stubborn.session_id, None).await,
+        &mut Received::default(),
+        "ready",
+    )
+    .await;
+    let status = daemon.terminate();
+    assert!(
+        status.success(),
+        "exit status {status:?}; log:\n{}",
+        daemon.log()
+    );
+    assert!(!daemon.socket.exists(), "the socket is removed");
+    for session in [plain, stubborn] {
+        let pid = rustix::process::Pid::from_raw(session.pid as i32).expect("pid");
+        assert!(
+            rustix::process::test_kill_process(pid).is_err(),
+            "session pid {} survived",
+            session.pid
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_daemonized_daemon_survives_its_launchers_sigkill() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let socket = dir.path().join("ptyd.sock");
+    // The launcher starts the daemon, then lingers like a host process would.
+    let script = format!(
+        "'{}' --daemonize --socket '{}' && echo launched && exec sleep 1000",
+        binary("pty-daemon").display(),
+        socket.display()
+    );
+    let mut launcher = Command::new("sh")
+        .args(["-c", &script])
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("launcher");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(launcher.stdout.take().expect("stdout")),
+        &mut line,
+    )
+    .expect("read");
+    assert_eq!(
+        line, "launched\n",
+        "the launcher returns once the daemon is ready"
+    );
+
+    let mut client = daemon_client::connect(&socket, Duration::from_secs(5))
+        .await
+        .expect("the socket accepts once --daemonize returns");
+    let session = spawn(&mut client, &["sleep", "1000"]).await;
+    let daemon_pid = client
+        .list(pb::ListRequest {})
+        .await
+        .expect("list")
+        .into_inner()
+        .daemon
+        .expect("info")
+        .pid;
+
+    // SIGKILL the launcher's whole process group.
+    let group = rustix::process::Pid::from_child(&launcher);
+    rustix::process::kill_process_group(group, rustix::process::Signal::KILL)
+        .expect("kill the launcher");
+    wait_with_deadline(&mut launcher);
+
+    let mut client = daemon_client::connect(&socket, Duration::from_secs(5))
+        .await
+        .expect("the daemon is still there");
+    let listed = client
+        .list(pb::ListRequest {})
+        .await
+        .expect("list")
+        .into_inner();
+    assert_eq!(listed.daemon.expect("info").pid, daemon_pid);
+    let still = listed
+        .sessions
+        .iter()
+        .find(|s| s.session_id == session.session_id)
+        .expect("session kept");
+    assert!(still.alive);
+    assert!(
+        dir.path().join("ptyd.log").exists(),
+        "detached stdio goes to the log next to the socket"
+    );
+
+    // Clean up: stop the detached daemon and wait for its socket to go.
+    let daemon = rustix::process::Pid::from_raw(daemon_pid as i32).expect("pid");
+    rustix::process::kill_process(daemon, rustix::process::Signal::TERM).expect("stop the daemon");
+    eventually("the detached daemon to stop", || {
+        let gone = rustix::process::test_kill_process(daemon).is_err();
+        async move { gone.then_some(()) }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn health_and_reflection_are_served() {
+    let daemon = Daemon::start().await;
+    let channel = {
+        let socket = daemon.socket.clone();
+        tonic::transport::Endpoint::from_static("http://localhost")
+            .connect_with_connector(tower::service_fn(move |_| {
+                let socket = socket.clone();
+                async move {
+                    tokio::net::UnixStream::connect(socket)
+                        .await
+                        .map(hyper_util::rt::TokioIo::new)
+                }
+            }))
+            .await
+            .expect("connect")
+    };
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
+    let status = health
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: "holdfast.daemon.v1.PtyDaemon".into(),
+        })
+        .await
+        .expect("health check")
+        .into_inner()
+        .status;
+    assert_eq!(
+        status,
+        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+    );
+
+    // grpcurl asks v1alpha, buf and newer tools v1: both must answer.
+    macro_rules! list_services {
+        ($version:ident) => {{
+            use tonic_reflection::pb::$version::{
+                ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
+                server_reflection_request::MessageRequest,
+                server_reflection_response::MessageResponse,
+            };
+            let request = ServerReflectionRequest {
+                host: String::new(),
+                message_request: Some(MessageRequest::ListServices(String::new())),
+            };
+            let mut responses = ServerReflectionClient::new(channel.clone())
+                .server_reflection_info(tokio_stream::iter([request]))
+                .await
+                .expect("reflection")
+                .into_inner();
+            let response = responses
+                .message()
+                .await
+                .expect("reflection answer")
+                .expect("one answer");
+            let Some(MessageResponse::ListServicesResponse(list)) = response.message_response
+            else {
+                panic!("unexpected reflection answer {response:?}");
+            };
+            list.service.into_iter().map(|s| s.name).collect::<Vec<_>>()
+        }};
+    }
+    for names in [list_services!(v1), list_services!(v1alpha)] {
+        for expected in ["holdfast.daemon.v1.PtyDaemon", "grpc.health.v1.Health"] {
+            assert!(
+                names.iter().any(|n| n == expected),
+                "{expected} missing from {names:?}"
+            );
+        }
+    }
+}
+
+/// Run as another user by `a_client_with_another_uid_is_refused`: connects
+/// to the socket in HOLDFAST_TEST_PEER_SOCKET and prints what happened.
+#[tokio::test]
+#[ignore = "helper process for a_client_with_another_uid_is_refused"]
+async fn peer_helper() {
+    let socket = std::env::var_os("HOLDFAST_TEST_PEER_SOCKET")
+        .expect("run by a_client_with_another_uid_is_refused");
+    let outcome =
+        match daemon_client::connect(std::path::Path::new(&socket), Duration::from_secs(5)).await {
+            Err(error) => format!("connect-error: {error}"),
+            Ok(mut client) => match client.list(pb::ListRequest {}).await {
+                Ok(_) => "allowed".to_owned(),
+                Err(status) => format!("status: {:?}: {}", status.code(), status.message()),
+            },
+        };
+    println!("PEER-OUTCOME {outcome}");
+}
+
+#[tokio::test]
+async fn a_client_with_another_uid_is_refused() {
+    if !rustix::process::getuid().is_root() {
+        eprintln!("skipped: needs root to run a client as `nobody`");
+        return;
+    }
+    let daemon = Daemon::start().await;
+    let nobody = 65534;
+    // The helper is this test binary, copied where `nobody` can run it.
+    let helper_dir = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(helper_dir.path(), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+    let helper = helper_dir.path().join("peer-helper");
+    std::fs::copy(std::env::current_exe().expect("exe"), &helper).expect("copy the helper");
+    let run_as_nobody = || {
+        let output = Command::new(&helper)
+            .args(["--ignored", "--exact", "peer_helper", "--nocapture"])
+            .env("HOLDFAST_TEST_PEER_SOCKET", &daemon.socket)
+            .uid(nobody)
+            .gid(nobody)
+            .current_dir("/")
+            .output()
+            .expect("run the helper as nobody");
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        stdout
+            .lines()
+            .find_map(|line| line.strip_prefix("PEER-OUTCOME ").map(str::to_owned))
+            .unwrap_or_else(|| {
+                panic!(
+                    "helper printed no outcome: {stdout} {}",
+                    String::from_utf8_lossy(&output.stderr)
+                )
+            })
+    };
+
+    // As created, the directory and socket keep other users out entirely.
+    let outcome = run_as_nobody();
+    assert!(outcome.starts_with("connect-error"), "got {outcome}");
+
+    // Even with the permissions opened by hand, the peer check refuses them.
+    std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+    std::fs::set_permissions(
+        daemon.socket.parent().expect("dir"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    std::fs::set_permissions(&daemon.socket, std::fs::Permissions::from_mode(0o666))
+        .expect("chmod");
+    let outcome = run_as_nobody();
+    assert!(
+        outcome.starts_with("status: PermissionDenied"),
+        "got {outcome}"
+    );
+    assert!(
+        outcome.contains("uid 65534"),
+        "the message names the caller: {outcome}"
+    );
+}

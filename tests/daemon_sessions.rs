@@ -1,0 +1,342 @@
+//! The daemon's session API end to end: real PTYs, real processes, the real
+//! binary over its unix socket.
+
+mod support;
+
+use holdfast::proto::daemon::v1 as pb;
+use support::*;
+
+#[tokio::test]
+async fn input_round_trips_through_cat_to_an_attacher() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let session = spawn(&mut client, &["cat"]).await;
+    assert!(session.alive);
+    assert!(session.pid > 0);
+    let mut stream = attach(&mut client, &session.session_id, None).await;
+    client
+        .write(pb::WriteRequest {
+            session_id: session.session_id.clone(),
+            data: "ping\n".into(),
+        })
+        .await
+        .expect("write");
+    let mut received = Received::default();
+    // The terminal echoes the line, then cat prints it again.
+    receive_until(&mut stream, &mut received, |r| {
+        r.text().matches("ping").count() >= 2
+    })
+    .await;
+    assert_eq!(received.text(), "ping\r\nping\r\n");
+}
+
+#[tokio::test]
+async fn replay_from_zero_after_exit_then_exit_event() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let session = spawn(&mut client, &["sh", "-c", "printf 'one\\ntwo\\n'; exit 3"]).await;
+    let gone = exited(&client, &session.session_id).await;
+    assert_eq!(gone.exit_code, Some(3));
+    assert_eq!(gone.output_offset, 10);
+    assert!(gone.exited_at.is_some());
+
+    let mut stream = attach(&mut client, &session.session_id, Some(0)).await;
+    let received = receive_all(&mut stream).await;
+    assert_eq!(received.text(), "one\r\ntwo\r\n");
+    assert_eq!(received.first_offset, Some(0));
+    assert_eq!(received.exited.and_then(|e| e.exit_code), Some(3));
+    assert!(received.truncated.is_empty());
+}
+
+#[tokio::test]
+async fn resume_from_a_middle_offset_gives_exactly_the_rest() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let session = spawn(&mut client, &["sh", "-c", "printf 'abcdefghij'"]).await;
+    exited(&client, &session.session_id).await;
+    let mut stream = attach(&mut client, &session.session_id, Some(4)).await;
+    let received = receive_all(&mut stream).await;
+    assert_eq!(received.first_offset, Some(4));
+    assert_eq!(received.output, b"efghij");
+}
+
+#[tokio::test]
+async fn evicted_offset_gets_a_truncated_event_first() {
+    let daemon = Daemon::start_with(&["--scrollback-bytes", "1024"]).await;
+    let mut client = daemon.client().await;
+    // 5000 bytes with no newline translation.
+    let session = spawn(
+        &mut client,
+        &[
+            "sh",
+            "-c",
+            "stty raw -echo; head -c 5000 /dev/zero | tr '\\0' x",
+        ],
+    )
+    .await;
+    let gone = exited(&client, &session.session_id).await;
+    assert_eq!(gone.output_offset, 5000);
+
+    let mut stream = attach(&mut client, &session.session_id, Some(0)).await;
+    let received = receive_all(&mut stream).await;
+    assert_eq!(received.truncated, vec![(0, 5000 - 1024)]);
+    assert_eq!(received.first_offset, Some(5000 - 1024));
+    assert_eq!(received.output, vec![b'x'; 1024]);
+
+    // Without an offset, attach starts at the oldest byte held: no gap.
+    let mut stream = attach(&mut client, &session.session_id, None).await;
+    let received = receive_all(&mut stream).await;
+    assert!(received.truncated.is_empty());
+    assert_eq!(received.output.len(), 1024);
+}
+
+#[tokio::test]
+async fn two_attachers_get_identical_bytes() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let session = spawn(&mut client, &["sh", "-c", "read go; seq 1 20000"]).await;
+    let mut first = attach(&mut client, &session.session_id, None).await;
+    let mut second = attach(&mut client.clone(), &session.session_id, None).await;
+    client
+        .write(pb::WriteRequest {
+            session_id: session.session_id.clone(),
+            data: "go\n".into(),
+        })
+        .await
+        .expect("write");
+    let (a, b) = tokio::join!(receive_all(&mut first), receive_all(&mut second));
+    assert!(
+        a.text().ends_with("19999\r\n20000\r\n"),
+        "got the tail {:?}",
+        &a.text()[a.text().len() - 40..]
+    );
+    assert_eq!(a.output, b.output);
+    assert_eq!(a.first_offset, Some(0));
+    assert_eq!(b.first_offset, Some(0));
+}
+
+#[tokio::test]
+async fn resize_shows_in_stty_size() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let session = spawn(&mut client, &["sh"]).await;
+    client
+        .resize(pb::ResizeRequest {
+            session_id: session.session_id.clone(),
+            cols: 123,
+            rows: 45,
+        })
+        .await
+        .expect("resize");
+    let mut stream = attach(&mut client, &session.session_id, None).await;
+    client
+        .write(pb::WriteRequest {
+            session_id: session.session_id.clone(),
+            data: "stty size; exit\n".into(),
+        })
+        .await
+        .expect("write");
+    let received = receive_all(&mut stream).await;
+    assert!(
+        received.text().contains("45 123"),
+        "stty printed {:?}",
+        received.text()
+    );
+    let listed = find(&mut client, &session.session_id)
+        .await
+        .expect("still listed");
+    assert_eq!((listed.cols, listed.rows), (123, 45));
+}
+
+#[tokio::test]
+async fn kill_reports_the_signal_and_keeps_the_session_listed() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let session = spawn(&mut client, &["sleep", "1000"]).await;
+    let mut stream = attach(&mut client, &session.session_id, None).await;
+    client
+        .kill(pb::KillRequest {
+            session_id: session.session_id.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("kill");
+    let gone = exited(&client, &session.session_id).await;
+    assert_eq!(gone.signal, Some(rustix::process::Signal::HUP.as_raw()));
+    assert_eq!(gone.exit_code, None);
+    let received = receive_all(&mut stream).await;
+    assert_eq!(received.exited.and_then(|e| e.signal), Some(1));
+    // Reaped: the pid no longer names a process (no zombie left behind).
+    let pid = rustix::process::Pid::from_raw(gone.pid as i32).expect("pid");
+    assert!(
+        rustix::process::test_kill_process(pid).is_err(),
+        "pid {} still exists",
+        gone.pid
+    );
+}
+
+#[tokio::test]
+async fn a_program_that_ignores_sighup_is_killed_by_escalation() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let session = spawn(
+        &mut client,
+        &[
+            "sh",
+            "-c",
+            "trap '' HUP; echo ready; while :; do sleep 1; done",
+        ],
+    )
+    .await;
+    let mut stream = attach(&mut client, &session.session_id, None).await;
+    receive_text(&mut stream, &mut Received::default(), "ready").await;
+    client
+        .kill(pb::KillRequest {
+            session_id: session.session_id.clone(),
+            signal: pb::Signal::Hup.into(),
+            grace_ms: Some(200),
+        })
+        .await
+        .expect("kill");
+    let gone = exited(&client, &session.session_id).await;
+    assert_eq!(gone.signal, Some(rustix::process::Signal::KILL.as_raw()));
+}
+
+#[tokio::test]
+async fn sessions_hear_sighup_even_when_the_daemon_was_started_under_nohup() {
+    // nohup leaves SIGHUP ignored, and ignored signals survive exec.
+    let daemon = Daemon::start_under(&["nohup"], &[]).await;
+    let mut client = daemon.client().await;
+    let session = spawn(&mut client, &["sleep", "1000"]).await;
+    client
+        .kill(pb::KillRequest {
+            session_id: session.session_id.clone(),
+            signal: pb::Signal::Hup.into(),
+            grace_ms: Some(60_000),
+        })
+        .await
+        .expect("kill");
+    let gone = exited(&client, &session.session_id).await;
+    assert_eq!(gone.signal, Some(rustix::process::Signal::HUP.as_raw()));
+}
+
+#[tokio::test]
+async fn osc_titles_are_tracked_and_streamed() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let session = spawn(&mut client, &["sh", "-c", "printf '\\033]0;first\\007'; printf '\\033]2;build: 3/7\\033\\\\'; echo done; sleep 1000"]).await;
+    let mut stream = attach(&mut client, &session.session_id, None).await;
+    let mut received = Received::default();
+    receive_text(&mut stream, &mut received, "done").await;
+    assert_eq!(
+        received.titles.last().map(String::as_str),
+        Some("build: 3/7")
+    );
+    let listed = find(&mut client, &session.session_id)
+        .await
+        .expect("listed");
+    assert_eq!(listed.title, "build: 3/7");
+    // A late attacher is told the current title first.
+    let mut late = attach(&mut client, &session.session_id, None).await;
+    let mut received = Received::default();
+    receive_until(&mut late, &mut received, |r| !r.titles.is_empty()).await;
+    assert_eq!(received.titles, vec!["build: 3/7".to_owned()]);
+}
+
+#[tokio::test]
+async fn all_256_byte_values_survive_the_output_path() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let all: Vec<u8> = (0..=255).collect();
+    let file = daemon.dir.path().join("bytes");
+    std::fs::write(&file, &all).expect("write the byte file");
+    let script = format!("stty raw -echo; cat '{}'", file.display());
+    let session = spawn(&mut client, &["sh", "-c", &script]).await;
+    let mut stream = attach(&mut client, &session.session_id, Some(0)).await;
+    let received = receive_all(&mut stream).await;
+    assert_eq!(received.output, all);
+}
+
+#[tokio::test]
+async fn empty_argv_starts_the_login_shell_with_a_clean_environment() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let mut request = spawn_request(&[]);
+    request.env.insert("SHELL".into(), "/bin/sh".into());
+    request
+        .env
+        .insert("HOLDFAST_TEST_VAR".into(), "from-request".into());
+    request.cwd = "/".into();
+    let session = client
+        .spawn(request)
+        .await
+        .expect("spawn")
+        .into_inner()
+        .session
+        .expect("session");
+    assert_eq!(session.argv, vec!["/bin/sh".to_owned()]);
+    assert_eq!(session.cwd, "/");
+    let mut stream = attach(&mut client, &session.session_id, None).await;
+    client
+        .write(pb::WriteRequest {
+            session_id: session.session_id.clone(),
+            data: "echo \"0=$0 term=$TERM color=$COLORTERM var=$HOLDFAST_TEST_VAR leak=$RUST_LOG pwd=$(pwd)\"; exit\n".into(),
+        })
+        .await
+        .expect("write");
+    let received = receive_all(&mut stream).await;
+    let text = received.text();
+    // A login shell's $0 starts with '-'; RUST_LOG is set on the daemon only.
+    assert!(
+        text.contains("0=-sh term=xterm-256color color=truecolor var=from-request leak= pwd=/\r\n"),
+        "got {text:?}"
+    );
+}
+
+#[tokio::test]
+async fn exited_sessions_are_dropped_after_the_retention_period() {
+    let daemon = Daemon::start_with(&["--exit-retention-secs", "1"]).await;
+    let mut client = daemon.client().await;
+    let session = spawn(&mut client, &["true"]).await;
+    let gone = exited(&client, &session.session_id).await;
+    assert_eq!(gone.exit_code, Some(0));
+    eventually("the exited session to be dropped", || {
+        let mut client = client.clone();
+        let id = session.session_id.clone();
+        async move { find(&mut client, &id).await.is_none().then_some(()) }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn list_reports_every_session_and_the_daemon() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let mut request = spawn_request(&["sleep", "1000"]);
+    request.session_id = "chosen-id.1".into();
+    let chosen = client
+        .spawn(request)
+        .await
+        .expect("spawn")
+        .into_inner()
+        .session
+        .expect("session");
+    assert_eq!(chosen.session_id, "chosen-id.1");
+    let other = spawn(&mut client, &["sleep", "1000"]).await;
+    let listed = client
+        .list(pb::ListRequest {})
+        .await
+        .expect("list")
+        .into_inner();
+    let ids: Vec<_> = listed
+        .sessions
+        .iter()
+        .map(|s| s.session_id.as_str())
+        .collect();
+    assert_eq!(ids, vec!["chosen-id.1", other.session_id.as_str()]);
+    let info = listed.daemon.expect("daemon info");
+    assert_eq!(info.pid, daemon.child.id());
+    assert_eq!(info.version, holdfast::VERSION);
+    assert!(info.started_at.is_some());
+    assert_eq!(listed.sessions[0].argv, vec!["sleep", "1000"]);
+}

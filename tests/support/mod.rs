@@ -1,0 +1,296 @@
+//! Test support: start the real binaries in temp dirs, talk to them over
+//! their real sockets, and wait for conditions with deadlines, not sleeps.
+
+#![allow(dead_code)]
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use holdfast::daemon_client::{self, DaemonClient};
+use holdfast::proto::daemon::v1 as pb;
+use tonic::Streaming;
+
+/// Generous bound for anything that should take milliseconds.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+/// A built binary of this workspace, next to the test executable's folder.
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test knows its own path");
+    // target/<profile>/deps/<test> → target/<profile>/<name>
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("tests run from target/<profile>/deps")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run the tests with `cargo test` from the workspace root, which builds every binary",
+        path.display()
+    );
+    path
+}
+
+/// Polls `check` until it returns `Some`, or panics after `PATIENCE`.
+pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A pty-daemon serving in the foreground on a socket in its own temp dir;
+/// stopped with SIGTERM (then SIGKILL) on drop.
+pub struct Daemon {
+    pub child: Child,
+    pub socket: PathBuf,
+    pub dir: tempfile::TempDir,
+}
+
+impl Daemon {
+    /// Starts a daemon with default settings.
+    pub async fn start() -> Self {
+        Self::start_with(&[]).await
+    }
+
+    /// Starts a daemon with extra flags and waits until it answers.
+    pub async fn start_with(args: &[&str]) -> Self {
+        Self::start_under(&[], args).await
+    }
+
+    /// Starts a daemon through `launcher` (a command that ends by running
+    /// its arguments, e.g. `nohup`), with extra flags.
+    pub async fn start_under(launcher: &[&str], args: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let socket = dir.path().join("run").join("ptyd.sock");
+        let daemon = binary("pty-daemon");
+        let mut command = match launcher.split_first() {
+            None => Command::new(&daemon),
+            Some((program, launcher_args)) => {
+                let mut command = Command::new(program);
+                command.args(launcher_args).arg(&daemon);
+                command
+            }
+        };
+        let child = command
+            .arg("--socket")
+            .arg(&socket)
+            .args(args)
+            .env("RUST_LOG", "debug")
+            .stdin(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("daemon.log")).expect("log file"))
+            .spawn()
+            .expect("start pty-daemon");
+        let daemon = Self { child, socket, dir };
+        daemon.client().await;
+        daemon
+    }
+
+    /// A connected client, waiting for the daemon to come up if need be.
+    pub async fn client(&self) -> DaemonClient {
+        let socket = self.socket.clone();
+        eventually("the daemon to accept connections", || {
+            let socket = socket.clone();
+            async move {
+                daemon_client::connect(&socket, Duration::from_secs(1))
+                    .await
+                    .ok()
+            }
+        })
+        .await
+    }
+
+    /// The daemon's log so far, for failure messages.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap_or_default()
+    }
+
+    /// Sends SIGTERM and waits for the exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = rustix::process::Pid::from_child(&self.child);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        wait_with_deadline(&mut self.child)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.terminate();
+        }
+    }
+}
+
+/// Waits for a child, killing it if it outlives `PATIENCE`.
+pub fn wait_with_deadline(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let status = child.wait().expect("wait");
+            panic!("child did not exit in time; killed ({:?})", status.signal());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A spawn request for `argv` on an 80x24 terminal.
+pub fn spawn_request(argv: &[&str]) -> pb::SpawnRequest {
+    pb::SpawnRequest {
+        argv: argv.iter().map(|arg| arg.to_string()).collect(),
+        cols: 80,
+        rows: 24,
+        ..Default::default()
+    }
+}
+
+/// Spawns `argv` and returns the session.
+pub async fn spawn(client: &mut DaemonClient, argv: &[&str]) -> pb::Session {
+    client
+        .spawn(spawn_request(argv))
+        .await
+        .expect("spawn")
+        .into_inner()
+        .session
+        .expect("spawn returns the session")
+}
+
+/// Opens an attach stream.
+pub async fn attach(
+    client: &mut DaemonClient,
+    session_id: &str,
+    from_offset: Option<u64>,
+) -> Streaming<pb::AttachResponse> {
+    client
+        .attach(pb::AttachRequest {
+            session_id: session_id.to_owned(),
+            from_offset,
+        })
+        .await
+        .expect("attach")
+        .into_inner()
+}
+
+/// Everything one attach stream delivered, in order.
+#[derive(Debug, Default)]
+pub struct Received {
+    /// Output bytes, concatenated.
+    pub output: Vec<u8>,
+    /// Offset of the first output byte received.
+    pub first_offset: Option<u64>,
+    /// Truncated events as (from, to).
+    pub truncated: Vec<(u64, u64)>,
+    /// Titles, in order.
+    pub titles: Vec<String>,
+    /// The exit event, if it came.
+    pub exited: Option<pb::Exited>,
+}
+
+impl Received {
+    /// Output as lossy text, for matching.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.output).into_owned()
+    }
+}
+
+/// Reads events until `done` holds for what was received (or the stream
+/// ends), failing after `PATIENCE`. Checks that output offsets are
+/// contiguous except across announced truncations.
+pub async fn receive_until(
+    stream: &mut Streaming<pb::AttachResponse>,
+    received: &mut Received,
+    done: impl Fn(&Received) -> bool,
+) {
+    use pb::attach_response::Event;
+    let deadline = Instant::now() + PATIENCE;
+    let mut next_offset: Option<u64> = received
+        .first_offset
+        .map(|first| first + received.output.len() as u64);
+    while !done(received) {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let message = match tokio::time::timeout(remaining, stream.message()).await {
+            Err(_) => panic!("timed out; received so far: {:?}", received.text()),
+            Ok(message) => message.expect("stream error"),
+        };
+        let Some(message) = message else { break };
+        match message.event.expect("every event has a body") {
+            Event::Output(output) => {
+                if let Some(expected) = next_offset {
+                    assert_eq!(output.offset, expected, "output offsets must be contiguous");
+                }
+                received.first_offset.get_or_insert(output.offset);
+                next_offset = Some(output.offset + output.data.len() as u64);
+                received.output.extend_from_slice(&output.data);
+            }
+            Event::Truncated(truncated) => {
+                received
+                    .truncated
+                    .push((truncated.from_offset, truncated.to_offset));
+                next_offset = Some(truncated.to_offset);
+            }
+            Event::Title(title) => received.titles.push(title.title),
+            Event::Exited(exited) => received.exited = Some(exited),
+        }
+    }
+}
+
+/// Reads until the output contains `needle`.
+pub async fn receive_text(
+    stream: &mut Streaming<pb::AttachResponse>,
+    received: &mut Received,
+    needle: &str,
+) {
+    receive_until(stream, received, |received| {
+        received.text().contains(needle)
+    })
+    .await;
+    assert!(
+        received.text().contains(needle),
+        "stream ended before {needle:?}; got {:?}",
+        received.text()
+    );
+}
+
+/// Reads to the end of the stream (the exit event).
+pub async fn receive_all(stream: &mut Streaming<pb::AttachResponse>) -> Received {
+    let mut received = Received::default();
+    receive_until(stream, &mut received, |received| received.exited.is_some()).await;
+    received
+}
+
+/// The daemon's view of one session.
+pub async fn find(client: &mut DaemonClient, session_id: &str) -> Option<pb::Session> {
+    client
+        .list(pb::ListRequest {})
+        .await
+        .expect("list")
+        .into_inner()
+        .sessions
+        .into_iter()
+        .find(|session| session.session_id == session_id)
+}
+
+/// Waits until the session has exited, and returns it.
+pub async fn exited(client: &DaemonClient, session_id: &str) -> pb::Session {
+    eventually("the session to exit", || {
+        let mut client = client.clone();
+        async move {
+            find(&mut client, session_id)
+                .await
+                .filter(|session| !session.alive)
+        }
+    })
+    .await
+}
