@@ -4,7 +4,10 @@
 
 use std::path::PathBuf;
 
-const PROTOS: &[&str] = &["proto/holdfast/daemon/v1/daemon.proto"];
+const PROTOS: &[&str] = &[
+    "proto/holdfast/daemon/v1/daemon.proto",
+    "proto/holdfast/host/v1/host.proto",
+];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=proto");

@@ -12,3 +12,12 @@ pub mod daemon {
         tonic::include_proto!("holdfast.daemon.v1");
     }
 }
+
+/// `holdfast.host.v1`: the host-service's API.
+pub mod host {
+    /// Version 1 of the host API.
+    pub mod v1 {
+        #![allow(missing_docs, clippy::all)]
+        tonic::include_proto!("holdfast.host.v1");
+    }
+}

@@ -2,6 +2,7 @@
 //! serves them over gRPC on an owner-only unix socket. It is detached from
 //! whoever started it, so sessions outlive every process above it.
 
+pub mod cli;
 pub mod error;
 pub mod kill;
 pub mod listener;

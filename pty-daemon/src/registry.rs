@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
-use crate::session::Session;
+use tokio::sync::broadcast;
+
+use crate::session::{ExitNotice, Session};
 use crate::spawn::{self, SpawnSpec};
 
 /// Settings that shape every session.
@@ -26,10 +28,14 @@ struct Sessions {
     reserved: HashSet<String>,
 }
 
+/// Exit notices buffered per watcher before it is told it lagged.
+const EXIT_NOTICE_BUFFER: usize = 4096;
+
 /// All sessions of this daemon.
 pub struct Registry {
     sessions: Mutex<Sessions>,
     settings: SessionSettings,
+    exits: broadcast::Sender<ExitNotice>,
 }
 
 impl Registry {
@@ -38,6 +44,7 @@ impl Registry {
         Self {
             sessions: Mutex::default(),
             settings,
+            exits: broadcast::Sender::new(EXIT_NOTICE_BUFFER),
         }
     }
 
@@ -45,6 +52,11 @@ impl Registry {
         self.sessions
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Subscribes to every session's exit.
+    pub fn watch_exits(&self) -> broadcast::Receiver<ExitNotice> {
+        self.exits.subscribe()
     }
 
     /// The session with this id.
@@ -82,6 +94,7 @@ impl Registry {
                 cols,
                 rows,
                 self.settings.scrollback_bytes,
+                self.exits.clone(),
             )
         });
         let mut sessions = self.sessions();

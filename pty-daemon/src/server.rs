@@ -12,6 +12,7 @@ use holdfast::proto::daemon::v1 as pb;
 use holdfast::proto::daemon::v1::pty_daemon_server::{PtyDaemon, PtyDaemonServer};
 use rustix::process::Signal;
 use tokio::net::UnixListener;
+use tokio::sync::broadcast::error::RecvError;
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::{Request, Response, Status};
 
@@ -163,6 +164,30 @@ impl PtyDaemon for DaemonService {
         Ok(Response::new(pb::WriteResponse {}))
     }
 
+    type WatchSessionsStream = WatchSessionsStream;
+
+    async fn watch_sessions(
+        &self,
+        _request: Request<pb::WatchSessionsRequest>,
+    ) -> Result<Response<WatchSessionsStream>, Status> {
+        use pb::watch_sessions_response::Event as E;
+        let exits = self.registry.watch_exits();
+        let events = futures_util::stream::unfold(exits, |mut exits| async move {
+            let event = match exits.recv().await {
+                Ok(notice) => E::Exited(pb::SessionExited {
+                    session_id: notice.session_id,
+                    exit_code: notice.status.code,
+                    signal: notice.status.signal,
+                    exited_at: Some(notice.status.at.into()),
+                }),
+                Err(RecvError::Lagged(missed)) => E::Lagged(pb::Lagged { missed }),
+                Err(RecvError::Closed) => return None,
+            };
+            Some((Ok(pb::WatchSessionsResponse { event: Some(event) }), exits))
+        });
+        Ok(Response::new(Box::pin(events)))
+    }
+
     async fn resize(
         &self,
         request: Request<pb::ResizeRequest>,
@@ -174,6 +199,10 @@ impl PtyDaemon for DaemonService {
         Ok(Response::new(pb::ResizeResponse {}))
     }
 }
+
+/// The stream type of `WatchSessions`.
+pub type WatchSessionsStream =
+    Pin<Box<dyn Stream<Item = Result<pb::WatchSessionsResponse, Status>> + Send>>;
 
 fn signal_from_proto(raw: i32) -> Result<Signal, Error> {
     let signal = pb::Signal::try_from(raw)
@@ -240,6 +269,8 @@ pub async fn serve(
         tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(holdfast::proto::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .with_service_name("holdfast.daemon.v1.PtyDaemon")
+            .with_service_name("grpc.health.v1.Health")
     };
     let reflection_v1 = reflection()
         .build_v1()

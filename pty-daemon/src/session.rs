@@ -14,7 +14,7 @@ use rustix::process::{Pid, WaitId, WaitIdOptions};
 use rustix::termios::Winsize;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 
 use crate::error::{Error, Result};
 use crate::scrollback::{ReadAt, Scrollback};
@@ -45,6 +45,15 @@ pub struct ExitStatus {
     pub signal: Option<i32>,
     /// When the daemon observed the exit.
     pub at: SystemTime,
+}
+
+/// A session's exit, as broadcast to `WatchSessions` watchers.
+#[derive(Debug, Clone)]
+pub struct ExitNotice {
+    /// The session that exited.
+    pub session_id: String,
+    /// How it ended.
+    pub status: ExitStatus,
 }
 
 /// The parts of a session that change, behind one lock.
@@ -141,6 +150,7 @@ impl Session {
         cols: u16,
         rows: u16,
         scrollback_bytes: usize,
+        exits: broadcast::Sender<ExitNotice>,
     ) -> Result<Arc<Self>> {
         let master = register(spawned.master, Interest::READABLE | Interest::WRITABLE)
             .map_err(|error| Error::io("registering the PTY master", error))?;
@@ -166,7 +176,7 @@ impl Session {
             changes: watch::Sender::new(()),
             exited: watch::Sender::new(false),
         });
-        tokio::spawn(Arc::clone(&session).drive(pidfd));
+        tokio::spawn(Arc::clone(&session).drive(pidfd, exits));
         Ok(session)
     }
 
@@ -330,7 +340,7 @@ impl Session {
     }
 
     /// Reads output until the program exits, then reaps it.
-    async fn drive(self: Arc<Self>, pidfd: AsyncFd<OwnedFd>) {
+    async fn drive(self: Arc<Self>, pidfd: AsyncFd<OwnedFd>, exits: broadcast::Sender<ExitNotice>) {
         let mut reading = true;
         loop {
             tokio::select! {
@@ -366,6 +376,11 @@ impl Session {
         self.state().exit = Some(exit);
         self.exited.send_replace(true);
         self.changes.send_replace(());
+        // No watchers is fine: List still reports the exit.
+        let _ = exits.send(ExitNotice {
+            session_id: self.id.clone(),
+            status: exit,
+        });
     }
 
     /// Reads what the PTY has, up to a few buffers' worth.

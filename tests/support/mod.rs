@@ -12,6 +12,8 @@ use holdfast::daemon_client::{self, DaemonClient};
 use holdfast::proto::daemon::v1 as pb;
 use tonic::Streaming;
 
+pub mod host;
+
 /// Generous bound for anything that should take milliseconds.
 pub const PATIENCE: Duration = Duration::from_secs(20);
 

@@ -1,0 +1,2 @@
+DROP TABLE terminal_sessions;
+DROP TABLE workspaces;

@@ -1,0 +1,77 @@
+//! The host-service's errors, and the one place they become gRPC statuses.
+
+use crate::store::StoreError;
+
+/// Everything a host request can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A request field is malformed or out of range.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// No workspace has this id.
+    #[error("no workspace with id {0:?}")]
+    WorkspaceNotFound(String),
+    /// No session has this id, or it was disposed.
+    #[error("no session with id {0:?}")]
+    SessionNotFound(String),
+    /// The session was disposed and is gone for good.
+    #[error("session {0:?} was disposed")]
+    SessionDisposed(String),
+    /// The workspace is closed: nothing new may start in it.
+    #[error("workspace {0:?} is closed")]
+    WorkspaceClosed(String),
+    /// The pty-daemon is needed and cannot be reached in time.
+    #[error("the pty-daemon is unavailable: {0}")]
+    DaemonUnavailable(String),
+    /// The pty-daemon refused the request; its status is passed on.
+    #[error("{}", .0.message())]
+    Daemon(tonic::Status),
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Results of host operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Classifies a failed daemon call: transport trouble is unavailability,
+    /// anything else is the daemon's verdict on the request.
+    pub fn from_daemon(status: tonic::Status) -> Self {
+        use tonic::Code;
+        match status.code() {
+            Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Unknown => {
+                Self::DaemonUnavailable(status.message().to_owned())
+            }
+            _ => Self::Daemon(status),
+        }
+    }
+}
+
+impl From<Error> for tonic::Status {
+    fn from(error: Error) -> Self {
+        let message = error.to_string();
+        match error {
+            Error::InvalidArgument(_) => Self::invalid_argument(message),
+            Error::WorkspaceNotFound(_) | Error::SessionNotFound(_) | Error::SessionDisposed(_) => {
+                Self::not_found(message)
+            }
+            Error::WorkspaceClosed(_) => Self::failed_precondition(message),
+            Error::DaemonUnavailable(_) => Self::unavailable(message),
+            Error::Daemon(status) => match status.code() {
+                tonic::Code::InvalidArgument
+                | tonic::Code::NotFound
+                | tonic::Code::FailedPrecondition
+                | tonic::Code::AlreadyExists => Self::new(status.code(), message),
+                code => {
+                    tracing::error!(?code, %message, "the pty-daemon failed a request");
+                    Self::internal(format!("the pty-daemon failed: {message}"))
+                }
+            },
+            Error::Store(error) => {
+                tracing::error!(%error, "database error");
+                Self::internal(message)
+            }
+        }
+    }
+}

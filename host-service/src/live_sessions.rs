@@ -1,0 +1,251 @@
+//! The single derived function behind `ListSessions` and
+//! `CountBackgroundSessions`: which sessions of a workspace are live.
+//!
+//! live = in-memory sessions ∪ (daemon-alive ⨝ active, listed, unstamped
+//! rows of the workspace), with the daemon asked under a deadline and the
+//! memory view returned, flagged, when it does not answer in time.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use holdfast::daemon_client::DaemonClient;
+use holdfast::proto::daemon::v1 as daemon;
+
+use crate::error::Result;
+use crate::memory::{Memory, MemorySession};
+use crate::store::{self, Store};
+use crate::supervisor::DaemonHealth;
+
+/// How complete a list is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The daemon answered: every live session is included.
+    Complete,
+    /// The daemon did not answer in time; only what memory holds, and why.
+    MemoryOnly(String),
+}
+
+/// One live session, as lists show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveSession {
+    /// The session's id.
+    pub session_id: String,
+    /// Its workspace.
+    pub workspace_id: String,
+    /// OSC title from the daemon, else the last known or given title.
+    pub title: String,
+    /// Whether this process has an attach stream open to it.
+    pub attached: bool,
+    /// The program's pid.
+    pub pid: u32,
+    /// Terminal width.
+    pub cols: u32,
+    /// Terminal height.
+    pub rows: u32,
+    /// When it was created.
+    pub created_at: SystemTime,
+    /// Output bytes produced so far (0 when only memory answered).
+    pub output_offset: u64,
+}
+
+/// The answer to "which sessions of this workspace are live?".
+#[derive(Debug, Clone)]
+pub struct LiveSessions {
+    /// Live, listed sessions, oldest first.
+    pub sessions: Vec<LiveSession>,
+    /// How complete the list is.
+    pub source: Source,
+}
+
+impl LiveSessions {
+    /// Listed live sessions whose ids are not in `attached_session_ids`.
+    pub fn background_count(&self, attached_session_ids: &[String]) -> usize {
+        let attached: HashSet<&str> = attached_session_ids.iter().map(String::as_str).collect();
+        self.sessions
+            .iter()
+            .filter(|session| !attached.contains(session.session_id.as_str()))
+            .count()
+    }
+}
+
+/// Everything the derived function reads.
+#[derive(Clone)]
+pub struct LiveSessionView {
+    /// Session rows.
+    pub store: Store,
+    /// Attachment plumbing.
+    pub memory: Arc<Memory>,
+    /// The daemon, connected lazily.
+    pub daemon: DaemonClient,
+    /// What the supervisor knows of the daemon.
+    pub health: DaemonHealth,
+    /// How long the daemon gets to answer, connecting included.
+    pub deadline: Duration,
+}
+
+impl LiveSessionView {
+    /// The workspace's live sessions. Read-only: never spawns, kills or
+    /// attaches. Never fails because of the daemon, and never waits much
+    /// longer than the deadline for it.
+    pub async fn list_live_sessions(&self, workspace_id: &str) -> Result<LiveSessions> {
+        let answer = self.ask_daemon().await;
+        // After the daemon answered: a session disposed meanwhile has left
+        // memory by now and is not returned.
+        let memory = self.memory.snapshot(workspace_id);
+        let daemon_sessions = match answer {
+            Ok(sessions) => sessions,
+            Err(reason) => {
+                tracing::warn!(workspace_id, %reason, "daemon did not answer; listing from memory only");
+                return Ok(memory_only(memory, reason));
+            }
+        };
+        let by_id: HashMap<&str, &daemon::Session> = daemon_sessions
+            .iter()
+            .map(|session| (session.session_id.as_str(), session))
+            .collect();
+
+        let mut live = Vec::new();
+        let mut seen = HashSet::new();
+        for remembered in memory {
+            seen.insert(remembered.session_id.clone());
+            // The daemon's word on liveness is fresher than memory's.
+            let Some(session) = by_id
+                .get(remembered.session_id.as_str())
+                .filter(|session| session.alive)
+            else {
+                continue;
+            };
+            if !remembered.listed || remembered.exit.is_some() {
+                continue;
+            }
+            self.memory.refresh(
+                &remembered.session_id,
+                &session.title,
+                session.pid,
+                session.cols,
+                session.rows,
+            );
+            live.push(LiveSession {
+                title: pick_title(&session.title, &remembered.title),
+                attached: remembered.attachments > 0,
+                pid: session.pid,
+                cols: session.cols,
+                rows: session.rows,
+                output_offset: session.output_offset,
+                session_id: remembered.session_id,
+                workspace_id: remembered.workspace_id,
+                created_at: remembered.created_at,
+            });
+        }
+
+        // Sessions alive in the daemon that this process has not seen since
+        // it started: background sessions. Only the database can say which
+        // workspace they belong to and whether they may be listed.
+        let unseen_alive = daemon_sessions
+            .iter()
+            .any(|session| session.alive && !seen.contains(&session.session_id));
+        if unseen_alive {
+            for row in self.store.listable_sessions(workspace_id).await? {
+                if seen.contains(&row.id) {
+                    continue;
+                }
+                let Some(session) = by_id.get(row.id.as_str()).filter(|session| session.alive)
+                else {
+                    continue;
+                };
+                live.push(LiveSession {
+                    title: pick_title(&session.title, &row.title),
+                    attached: false,
+                    pid: session.pid,
+                    cols: session.cols,
+                    rows: session.rows,
+                    output_offset: session.output_offset,
+                    created_at: store::from_micros(row.created_at),
+                    session_id: row.id,
+                    workspace_id: row.workspace_id,
+                });
+            }
+        }
+        live.sort_by(|a, b| {
+            a.created_at
+                .cmp(&b.created_at)
+                .then_with(|| a.session_id.cmp(&b.session_id))
+        });
+        Ok(LiveSessions {
+            sessions: live,
+            source: Source::Complete,
+        })
+    }
+
+    /// The daemon's sessions, or why they could not be had in time.
+    async fn ask_daemon(&self) -> Result<Vec<daemon::Session>, String> {
+        if let Some(reason) = self.health.down_reason() {
+            return Err(reason);
+        }
+        let mut request = tonic::Request::new(daemon::ListRequest {});
+        // Tells the daemon to give up too; the timer below also bounds
+        // connecting, which the gRPC timeout does not cover.
+        request.set_timeout(self.deadline);
+        let mut client = self.daemon.clone();
+        let timed_out = || {
+            format!(
+                "the pty-daemon did not answer within {} ms",
+                self.deadline.as_millis()
+            )
+        };
+        match tokio::time::timeout(self.deadline, client.list(request)).await {
+            Ok(Ok(response)) => Ok(response.into_inner().sessions),
+            // The gRPC timeout fired first: the same deadline.
+            Ok(Err(status))
+                if matches!(
+                    status.code(),
+                    tonic::Code::Cancelled | tonic::Code::DeadlineExceeded
+                ) =>
+            {
+                Err(timed_out())
+            }
+            Ok(Err(status)) => Err(format!(
+                "the pty-daemon failed to list sessions: {}",
+                status.message()
+            )),
+            Err(_) => Err(timed_out()),
+        }
+    }
+}
+
+fn pick_title(from_daemon: &str, known: &str) -> String {
+    if from_daemon.is_empty() {
+        known
+    } else {
+        from_daemon
+    }
+    .to_owned()
+}
+
+fn memory_only(memory: Vec<MemorySession>, reason: String) -> LiveSessions {
+    let mut sessions: Vec<_> = memory
+        .into_iter()
+        .filter(|session| session.listed && session.exit.is_none())
+        .map(|session| LiveSession {
+            attached: session.attachments > 0,
+            session_id: session.session_id,
+            workspace_id: session.workspace_id,
+            title: session.title,
+            pid: session.pid,
+            cols: session.cols,
+            rows: session.rows,
+            created_at: session.created_at,
+            output_offset: 0,
+        })
+        .collect();
+    sessions.sort_by(|a, b| {
+        a.created_at
+            .cmp(&b.created_at)
+            .then_with(|| a.session_id.cmp(&b.session_id))
+    });
+    LiveSessions {
+        sessions,
+        source: Source::MemoryOnly(reason),
+    }
+}

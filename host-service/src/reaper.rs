@@ -1,0 +1,156 @@
+//! Reconciles the daemon with the database, at start and periodically:
+//! kills daemon sessions whose rows are stamped for disposal, and orphans
+//! that have no row at all; records rows whose process is gone as ended.
+//! It never kills a session whose row is active and unstamped.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use holdfast::daemon_client::DaemonClient;
+use holdfast::proto::daemon::v1 as daemon;
+
+use crate::error::{Error, Result};
+use crate::memory::Memory;
+use crate::store::{self, Ending, Status, Store};
+
+/// How long the reaper waits for the daemon's answers.
+const DAEMON_PATIENCE: Duration = Duration::from_secs(5);
+
+/// What one pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ReapReport {
+    /// Daemon sessions killed because their rows are stamped.
+    pub killed_stamped: usize,
+    /// Daemon sessions killed because no row names them.
+    pub killed_orphans: usize,
+    /// Rows recorded as ended because their process is gone.
+    pub settled: usize,
+}
+
+/// The reconciler.
+pub struct Reaper {
+    store: Store,
+    memory: Arc<Memory>,
+    daemon: DaemonClient,
+}
+
+impl Reaper {
+    /// A reaper over this store and daemon.
+    pub fn new(store: Store, memory: Arc<Memory>, daemon: DaemonClient) -> Self {
+        Self {
+            store,
+            memory,
+            daemon,
+        }
+    }
+
+    /// One pass, logging its outcome.
+    pub async fn pass_logged(&self) {
+        match self.pass().await {
+            Ok(report) if report != ReapReport::default() => tracing::info!(?report, "reaper pass"),
+            Ok(_) => tracing::debug!("reaper pass: nothing to do"),
+            Err(error) => tracing::warn!(%error, "reaper pass failed"),
+        }
+    }
+
+    /// Runs a pass every `every`, forever.
+    pub async fn run_every(self: Arc<Self>, every: Duration) {
+        let mut ticker = tokio::time::interval(every);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticker.tick().await;
+        loop {
+            ticker.tick().await;
+            self.pass_logged().await;
+        }
+    }
+
+    /// One reconciliation pass.
+    pub async fn pass(&self) -> Result<ReapReport> {
+        // Rows first, then the daemon: a session created in between has a
+        // row the snapshot lacks, and is re-checked before it is killed.
+        let rows = self.store.unsettled_sessions().await?;
+        let mut client = self.daemon.clone();
+        let mut request = tonic::Request::new(daemon::ListRequest {});
+        request.set_timeout(DAEMON_PATIENCE);
+        let sessions = tokio::time::timeout(DAEMON_PATIENCE, client.list(request))
+            .await
+            .map_err(|_| Error::DaemonUnavailable("the reaper's List timed out".into()))?
+            .map_err(Error::from_daemon)?
+            .into_inner()
+            .sessions;
+        let rows_by_id: HashMap<&str, &store::SessionRow> =
+            rows.iter().map(|row| (row.id.as_str(), row)).collect();
+        let daemon_by_id: HashMap<&str, &daemon::Session> = sessions
+            .iter()
+            .map(|session| (session.session_id.as_str(), session))
+            .collect();
+        let mut report = ReapReport::default();
+
+        for session in sessions.iter().filter(|session| session.alive) {
+            let id = session.session_id.as_str();
+            if self.memory.is_creating(id) {
+                continue;
+            }
+            let stamped = match rows_by_id.get(id) {
+                Some(row) => row.is_stamped() || row.status() != Status::Active,
+                // Not in the snapshot: settled (disposed) or truly no row.
+                None => match self.store.session(id).await? {
+                    Some(row) => row.is_stamped() || row.status() != Status::Active,
+                    None => {
+                        tracing::info!(
+                            session_id = id,
+                            "killing an orphan daemon session with no row"
+                        );
+                        self.kill(id).await;
+                        report.killed_orphans += 1;
+                        continue;
+                    }
+                },
+            };
+            if stamped {
+                tracing::info!(session_id = id, "killing a session stamped for disposal");
+                self.kill(id).await;
+                report.killed_stamped += 1;
+            }
+        }
+
+        for row in &rows {
+            if self.memory.is_creating(&row.id) {
+                continue;
+            }
+            let session = daemon_by_id.get(row.id.as_str());
+            if session.is_some_and(|session| session.alive) {
+                continue;
+            }
+            let ending = Ending {
+                exit_code: session.and_then(|s| s.exit_code),
+                exit_signal: session.and_then(|s| s.signal),
+                ended_at: session
+                    .and_then(|s| s.exited_at)
+                    .and_then(|at| SystemTime::try_from(at).ok())
+                    .map_or_else(|| store::micros(SystemTime::now()), store::micros),
+            };
+            if self.store.record_ending(&row.id, ending).await? {
+                self.memory
+                    .mark_exited(&row.id, ending.exit_code, ending.exit_signal);
+                report.settled += 1;
+            }
+        }
+        Ok(report)
+    }
+
+    async fn kill(&self, session_id: &str) {
+        let mut client = self.daemon.clone();
+        let request = daemon::KillRequest {
+            session_id: session_id.to_owned(),
+            ..Default::default()
+        };
+        match tokio::time::timeout(DAEMON_PATIENCE, client.kill(request)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(status)) if status.code() == tonic::Code::NotFound => {}
+            Ok(Err(status)) => tracing::warn!(session_id, %status, "the reaper's kill failed"),
+            Err(_) => tracing::warn!(session_id, "the reaper's kill timed out"),
+        }
+    }
+}

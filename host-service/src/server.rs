@@ -1,0 +1,115 @@
+//! Transport wiring: gRPC, grpc-web (HTTP/1.1 with CORS), health and
+//! reflection, all on one TCP port.
+
+use std::time::Duration;
+
+use holdfast::proto::host::v1::terminal_service_server::TerminalServiceServer;
+use holdfast::proto::host::v1::workspace_service_server::WorkspaceServiceServer;
+use http::HeaderValue;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+use crate::service::Host;
+
+/// Largest request accepted on the wire: room for a 1 MiB write, so an
+/// oversized one is refused by validation with a clear message.
+const MAX_REQUEST_BYTES: usize = 16 << 20;
+
+/// Serves the host API on `listener` until `shutdown` resolves.
+pub async fn serve(
+    listener: TcpListener,
+    host: Host,
+    health_service: tonic_health::pb::health_server::HealthServer<
+        impl tonic_health::pb::health_server::Health,
+    >,
+    cors_origins: Vec<String>,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), tonic::transport::Error> {
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(holdfast::proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .with_service_name("holdfast.host.v1.WorkspaceService")
+            .with_service_name("holdfast.host.v1.TerminalService")
+            .with_service_name("grpc.health.v1.Health")
+    };
+    let reflection_v1 = reflection()
+        .build_v1()
+        .expect("the embedded descriptor set is valid");
+    let reflection_v1alpha = reflection()
+        .build_v1alpha()
+        .expect("the embedded descriptor set is valid");
+    tonic::transport::Server::builder()
+        .accept_http1(true)
+        .layer(cors(cors_origins))
+        .layer(tonic_web::GrpcWebLayer::new())
+        .add_service(WorkspaceServiceServer::new(host.clone()))
+        .add_service(TerminalServiceServer::new(host).max_decoding_message_size(MAX_REQUEST_BYTES))
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .await
+}
+
+/// Browsers may call from pages served on this machine (any port), and from
+/// origins named with `--cors-origin`; a page elsewhere on the web may not
+/// drive local terminals.
+fn cors(extra_origins: Vec<String>) -> CorsLayer {
+    let allowed = move |origin: &HeaderValue, _: &http::request::Parts| {
+        let Ok(origin) = origin.to_str() else {
+            return false;
+        };
+        is_loopback_origin(origin) || extra_origins.iter().any(|extra| extra == origin)
+    };
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::predicate(allowed))
+        .allow_methods([http::Method::POST, http::Method::OPTIONS])
+        .allow_headers(tower_http::cors::Any)
+        .expose_headers(
+            ["grpc-status", "grpc-message", "grpc-status-details-bin"]
+                .map(http::HeaderName::from_static),
+        )
+        .max_age(Duration::from_secs(3600))
+}
+
+fn is_loopback_origin(origin: &str) -> bool {
+    let Some(rest) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let host = match rest.rsplit_once(':') {
+        Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host,
+        _ => rest,
+    };
+    matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback_origin;
+
+    #[test]
+    fn only_local_pages_are_allowed_by_default() {
+        for ok in [
+            "http://localhost:5173",
+            "http://127.0.0.1:8080",
+            "https://localhost",
+            "http://[::1]:3000",
+        ] {
+            assert!(is_loopback_origin(ok), "{ok}");
+        }
+        for bad in [
+            "http://evil.example",
+            "http://localhost.evil.example:80",
+            "null",
+            "file://",
+            "http://127.0.0.2",
+        ] {
+            assert!(!is_loopback_origin(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,560 @@
+//! The gRPC surface: `holdfast.host.v1.WorkspaceService` and
+//! `TerminalService`. Requests are validated here; lists come from the
+//! derived function in `live_sessions`; errors become statuses in `error.rs`.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures_util::{Stream, StreamExt};
+use holdfast::daemon_client::DaemonClient;
+use holdfast::proto::daemon::v1 as daemon;
+use holdfast::proto::host::v1 as pb;
+use holdfast::proto::host::v1::terminal_service_server::TerminalService;
+use holdfast::proto::host::v1::workspace_service_server::WorkspaceService;
+use tonic::{Request, Response, Status};
+
+use crate::error::{Error, Result};
+use crate::live_sessions::{LiveSession, LiveSessionView, LiveSessions, Source};
+use crate::memory::{Memory, MemorySession};
+use crate::store::{self, SessionRow, Status as RowStatus, Store, WorkspaceRow};
+use crate::validate;
+
+/// Default terminal size when a request leaves it at zero.
+const DEFAULT_SIZE: (u32, u32) = (80, 24);
+/// Most attached ids one count request may name.
+const MAX_ATTACHED_IDS: usize = 10_000;
+
+/// Both services share this state; cloning is cheap.
+#[derive(Clone)]
+pub struct Host {
+    store: Store,
+    memory: Arc<Memory>,
+    daemon: DaemonClient,
+    live: LiveSessionView,
+    /// Bound on daemon calls other than listing (spawn, write, kill...).
+    operation_timeout: Duration,
+}
+
+impl Host {
+    /// The services over these parts.
+    pub fn new(live: LiveSessionView, operation_timeout: Duration) -> Self {
+        Self {
+            store: live.store.clone(),
+            memory: Arc::clone(&live.memory),
+            daemon: live.daemon.clone(),
+            live,
+            operation_timeout,
+        }
+    }
+
+    /// Runs a daemon call under the operation timeout.
+    async fn daemon_call<T, F>(&self, what: &str, call: F) -> Result<T>
+    where
+        F: Future<Output = Result<tonic::Response<T>, Status>>,
+    {
+        if let Some(reason) = self.live.health.down_reason() {
+            return Err(Error::DaemonUnavailable(reason));
+        }
+        match tokio::time::timeout(self.operation_timeout, call).await {
+            Ok(Ok(response)) => Ok(response.into_inner()),
+            Ok(Err(status)) => Err(Error::from_daemon(status)),
+            Err(_) => Err(Error::DaemonUnavailable(format!(
+                "{what} got no answer within {} ms",
+                self.operation_timeout.as_millis()
+            ))),
+        }
+    }
+
+    /// A request with the operation timeout as its gRPC deadline.
+    fn request<T>(&self, message: T) -> Request<T> {
+        let mut request = Request::new(message);
+        request.set_timeout(self.operation_timeout);
+        request
+    }
+
+    async fn open_workspace(&self, workspace_id: &str) -> Result<WorkspaceRow> {
+        self.store
+            .workspace(workspace_id)
+            .await?
+            .ok_or_else(|| Error::WorkspaceNotFound(workspace_id.to_owned()))
+    }
+
+    async fn live(&self, workspace_id: &str) -> Result<LiveSessions> {
+        let workspace_id = validate::id("workspace_id", workspace_id)?;
+        self.open_workspace(workspace_id).await?;
+        self.live.list_live_sessions(workspace_id).await
+    }
+
+    /// Makes sure a session may be used, adopting it into memory if it was
+    /// restored after a restart. Returns its row when it had to be read.
+    async fn usable(&self, session_id: &str) -> Result<Option<SessionRow>> {
+        if self.memory.contains(session_id) {
+            return Ok(None);
+        }
+        let row = self
+            .store
+            .session(session_id)
+            .await?
+            .ok_or_else(|| Error::SessionNotFound(session_id.to_owned()))?;
+        if row.is_stamped() || row.status() == RowStatus::Disposed {
+            return Err(Error::SessionDisposed(session_id.to_owned()));
+        }
+        Ok(Some(row))
+    }
+
+    /// Registers a restored session in memory, with what the daemon says of it.
+    async fn adopt(&self, row: SessionRow) {
+        if row.status() != RowStatus::Active {
+            return;
+        }
+        let mut client = self.daemon.clone();
+        let listed = self
+            .daemon_call(
+                "listing sessions",
+                client.list(self.request(daemon::ListRequest {})),
+            )
+            .await
+            .ok()
+            .and_then(|list| {
+                list.sessions
+                    .into_iter()
+                    .find(|session| session.session_id == row.id)
+            });
+        let Some(session) = listed.filter(|session| session.alive) else {
+            return;
+        };
+        tracing::info!(session_id = %row.id, "adopted a restored session");
+        self.memory.adopt(MemorySession {
+            title: if session.title.is_empty() {
+                row.title.clone()
+            } else {
+                session.title
+            },
+            pid: session.pid,
+            cols: session.cols,
+            rows: session.rows,
+            created_at: store::from_micros(row.created_at),
+            attachments: 0,
+            exit: None,
+            listed: row.listed,
+            workspace_id: row.workspace_id,
+            session_id: row.id,
+        });
+    }
+}
+
+fn timestamp(time: SystemTime) -> Option<prost_types::Timestamp> {
+    Some(time.into())
+}
+
+fn workspace_to_proto(row: WorkspaceRow) -> pb::Workspace {
+    pb::Workspace {
+        workspace_id: row.id,
+        name: row.name,
+        created_at: timestamp(store::from_micros(row.created_at)),
+        closed_at: row.closed_at.map(|at| store::from_micros(at).into()),
+    }
+}
+
+fn live_to_proto(session: LiveSession) -> pb::Session {
+    pb::Session {
+        session_id: session.session_id,
+        workspace_id: session.workspace_id,
+        title: session.title,
+        attached: session.attached,
+        alive: true,
+        exit_code: None,
+        signal: None,
+        pid: session.pid,
+        cols: session.cols,
+        rows: session.rows,
+        created_at: timestamp(session.created_at),
+        output_offset: session.output_offset,
+    }
+}
+
+fn source_to_proto(source: &Source) -> (pb::Source, String) {
+    match source {
+        Source::Complete => (pb::Source::Complete, String::new()),
+        Source::MemoryOnly(reason) => (pb::Source::MemoryOnly, reason.clone()),
+    }
+}
+
+#[tonic::async_trait]
+impl WorkspaceService for Host {
+    async fn create_workspace(
+        &self,
+        request: Request<pb::CreateWorkspaceRequest>,
+    ) -> Result<Response<pb::CreateWorkspaceResponse>, Status> {
+        let request = request.into_inner();
+        validate::text("name", &request.name, true)?;
+        let row = WorkspaceRow {
+            id: uuid::Uuid::new_v4().to_string(),
+            name: request.name,
+            created_at: store::micros(SystemTime::now()),
+            closed_at: None,
+        };
+        let row = self
+            .store
+            .create_workspace(row)
+            .await
+            .map_err(Error::from)?;
+        tracing::info!(workspace_id = %row.id, name = %row.name, "workspace created");
+        Ok(Response::new(pb::CreateWorkspaceResponse {
+            workspace: Some(workspace_to_proto(row)),
+        }))
+    }
+
+    async fn list_workspaces(
+        &self,
+        _request: Request<pb::ListWorkspacesRequest>,
+    ) -> Result<Response<pb::ListWorkspacesResponse>, Status> {
+        let rows = self.store.list_workspaces().await.map_err(Error::from)?;
+        Ok(Response::new(pb::ListWorkspacesResponse {
+            workspaces: rows.into_iter().map(workspace_to_proto).collect(),
+        }))
+    }
+
+    async fn close_workspace(
+        &self,
+        request: Request<pb::CloseWorkspaceRequest>,
+    ) -> Result<Response<pb::CloseWorkspaceResponse>, Status> {
+        let request = request.into_inner();
+        let workspace_id = validate::id("workspace_id", &request.workspace_id)?;
+        let now = store::micros(SystemTime::now());
+        let (workspace, stamped) = self
+            .store
+            .close_workspace(workspace_id, now)
+            .await
+            .map_err(Error::from)?
+            .ok_or_else(|| Error::WorkspaceNotFound(workspace_id.to_owned()))?;
+        for session_id in &stamped {
+            self.memory.remove(session_id);
+        }
+        // Stamped rows are never listed again; killing them is the reaper's
+        // job if the daemon cannot be reached now.
+        let kills = stamped.iter().map(|session_id| {
+            let mut client = self.daemon.clone();
+            let request = self.request(daemon::KillRequest {
+                session_id: session_id.clone(),
+                ..Default::default()
+            });
+            async move {
+                if let Err(error) = self.daemon_call("kill", client.kill(request)).await {
+                    tracing::warn!(%session_id, %error, "kill on close failed; the reaper will retry");
+                }
+            }
+        });
+        futures_util::future::join_all(kills).await;
+        tracing::info!(%workspace_id, stamped = stamped.len(), "workspace closed");
+        Ok(Response::new(pb::CloseWorkspaceResponse {
+            stamped: u32::try_from(stamped.len()).unwrap_or(u32::MAX),
+            workspace: Some(workspace_to_proto(workspace)),
+        }))
+    }
+}
+
+/// The stream type of `AttachSession`.
+pub type AttachStream =
+    Pin<Box<dyn Stream<Item = Result<pb::AttachSessionResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl TerminalService for Host {
+    async fn create_session(
+        &self,
+        request: Request<pb::CreateSessionRequest>,
+    ) -> Result<Response<pb::CreateSessionResponse>, Status> {
+        let request = request.into_inner();
+        let workspace_id = validate::id("workspace_id", &request.workspace_id)?.to_owned();
+        let cols = if request.cols == 0 {
+            DEFAULT_SIZE.0
+        } else {
+            request.cols
+        };
+        let rows = if request.rows == 0 {
+            DEFAULT_SIZE.1
+        } else {
+            request.rows
+        };
+        validate::size(cols, rows)?;
+        let title = request.title.unwrap_or_default();
+        validate::text("title", &title, false)?;
+        let listed = request.listed.unwrap_or(true);
+        let workspace = self.open_workspace(&workspace_id).await?;
+        if workspace.closed_at.is_some() {
+            return Err(Error::WorkspaceClosed(workspace_id).into());
+        }
+
+        let session_id = uuid::Uuid::new_v4().to_string();
+        let created_at = SystemTime::now();
+        let row = SessionRow {
+            id: session_id.clone(),
+            workspace_id: workspace_id.clone(),
+            status: "active".into(),
+            listed,
+            title: title.clone(),
+            argv: serde_json::to_string(&request.argv).unwrap_or_else(|_| "[]".into()),
+            cwd: request.cwd.clone(),
+            created_at: store::micros(created_at),
+            last_attached_at: None,
+            ended_at: None,
+            exit_code: None,
+            exit_signal: None,
+            dispose_requested_at: None,
+        };
+        // Row first, so the daemon never holds a session the database does
+        // not know; the reaper leaves it alone until it is registered.
+        self.memory.begin_create(&session_id);
+        if let Err(error) = self.store.insert_session(row).await {
+            self.memory.finish_create(&session_id, None);
+            return Err(Error::from(error).into());
+        }
+        let mut client = self.daemon.clone();
+        let spawn = self.request(daemon::SpawnRequest {
+            session_id: session_id.clone(),
+            argv: request.argv,
+            cwd: request.cwd,
+            env: request.env,
+            cols,
+            rows,
+        });
+        let spawned = match self.daemon_call("spawn", client.spawn(spawn)).await {
+            Ok(response) => response.session.unwrap_or_default(),
+            Err(error) => {
+                // It never ran: nothing was acknowledged, so the row goes.
+                if let Err(store_error) = self.store.delete_session(&session_id).await {
+                    tracing::error!(%session_id, %store_error, "removing the row of a failed spawn failed; the reaper will settle it");
+                }
+                self.memory.finish_create(&session_id, None);
+                return Err(error.into());
+            }
+        };
+        self.memory.finish_create(
+            &session_id,
+            Some(MemorySession {
+                session_id: session_id.clone(),
+                workspace_id: workspace_id.clone(),
+                listed,
+                title: title.clone(),
+                pid: spawned.pid,
+                cols,
+                rows,
+                created_at,
+                attachments: 0,
+                exit: None,
+            }),
+        );
+        tracing::info!(%session_id, %workspace_id, pid = spawned.pid, listed, "session created");
+        Ok(Response::new(pb::CreateSessionResponse {
+            session: Some(pb::Session {
+                session_id,
+                workspace_id,
+                title: if spawned.title.is_empty() {
+                    title
+                } else {
+                    spawned.title
+                },
+                attached: false,
+                alive: spawned.alive,
+                exit_code: spawned.exit_code,
+                signal: spawned.signal,
+                pid: spawned.pid,
+                cols,
+                rows,
+                created_at: timestamp(created_at),
+                output_offset: spawned.output_offset,
+            }),
+        }))
+    }
+
+    async fn list_sessions(
+        &self,
+        request: Request<pb::ListSessionsRequest>,
+    ) -> Result<Response<pb::ListSessionsResponse>, Status> {
+        let live = self.live(&request.into_inner().workspace_id).await?;
+        let (source, degraded_reason) = source_to_proto(&live.source);
+        Ok(Response::new(pb::ListSessionsResponse {
+            sessions: live.sessions.into_iter().map(live_to_proto).collect(),
+            source: source.into(),
+            degraded_reason,
+        }))
+    }
+
+    async fn count_background_sessions(
+        &self,
+        request: Request<pb::CountBackgroundSessionsRequest>,
+    ) -> Result<Response<pb::CountBackgroundSessionsResponse>, Status> {
+        let request = request.into_inner();
+        if request.attached_session_ids.len() > MAX_ATTACHED_IDS {
+            return Err(Error::InvalidArgument(format!(
+                "attached_session_ids names {} sessions; the limit is {MAX_ATTACHED_IDS}",
+                request.attached_session_ids.len()
+            ))
+            .into());
+        }
+        let live = self.live(&request.workspace_id).await?;
+        let (source, degraded_reason) = source_to_proto(&live.source);
+        Ok(Response::new(pb::CountBackgroundSessionsResponse {
+            count: u32::try_from(live.background_count(&request.attached_session_ids))
+                .unwrap_or(u32::MAX),
+            source: source.into(),
+            degraded_reason,
+        }))
+    }
+
+    type AttachSessionStream = AttachStream;
+
+    async fn attach_session(
+        &self,
+        request: Request<pb::AttachSessionRequest>,
+    ) -> Result<Response<AttachStream>, Status> {
+        let request = request.into_inner();
+        let session_id = validate::id("session_id", &request.session_id)?.to_owned();
+        let restored = self.usable(&session_id).await?;
+        let mut client = self.daemon.clone();
+        let attach = daemon::AttachRequest {
+            session_id: session_id.clone(),
+            from_offset: request.from_offset,
+        };
+        // Only opening the stream is bounded; the stream itself is not.
+        let events = self
+            .daemon_call("attach", client.attach(Request::new(attach)))
+            .await?;
+        if let Some(row) = restored {
+            self.adopt(row).await;
+        }
+        let guard = self.memory.attach(&session_id);
+        let store = self.store.clone();
+        let touched = session_id.clone();
+        tokio::spawn(async move {
+            if let Err(error) = store
+                .touch_attached(&touched, store::micros(SystemTime::now()))
+                .await
+            {
+                tracing::warn!(session_id = %touched, %error, "recording the attach failed");
+            }
+        });
+        let memory = Arc::clone(&self.memory);
+        let stream = events.map(move |event| {
+            // The guard lives as long as the stream: attached until dropped.
+            let _attached = &guard;
+            let event = event.map_err(|status| Status::from(Error::from_daemon(status)))?;
+            Ok(event_to_proto(&memory, &session_id, event))
+        });
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn write_input(
+        &self,
+        request: Request<pb::WriteInputRequest>,
+    ) -> Result<Response<pb::WriteInputResponse>, Status> {
+        let request = request.into_inner();
+        let session_id = validate::id("session_id", &request.session_id)?.to_owned();
+        validate::write_len(request.data.len())?;
+        let restored = self.usable(&session_id).await?;
+        let mut client = self.daemon.clone();
+        let write = self.request(daemon::WriteRequest {
+            session_id,
+            data: request.data,
+        });
+        self.daemon_call("write", client.write(write)).await?;
+        if let Some(row) = restored {
+            self.adopt(row).await;
+        }
+        Ok(Response::new(pb::WriteInputResponse {}))
+    }
+
+    async fn resize_session(
+        &self,
+        request: Request<pb::ResizeSessionRequest>,
+    ) -> Result<Response<pb::ResizeSessionResponse>, Status> {
+        let request = request.into_inner();
+        let session_id = validate::id("session_id", &request.session_id)?.to_owned();
+        validate::size(request.cols, request.rows)?;
+        let restored = self.usable(&session_id).await?;
+        let mut client = self.daemon.clone();
+        let resize = self.request(daemon::ResizeRequest {
+            session_id,
+            cols: request.cols,
+            rows: request.rows,
+        });
+        self.daemon_call("resize", client.resize(resize)).await?;
+        if let Some(row) = restored {
+            self.adopt(row).await;
+        }
+        Ok(Response::new(pb::ResizeSessionResponse {}))
+    }
+
+    async fn dispose_session(
+        &self,
+        request: Request<pb::DisposeSessionRequest>,
+    ) -> Result<Response<pb::DisposeSessionResponse>, Status> {
+        let request = request.into_inner();
+        let session_id = validate::id("session_id", &request.session_id)?.to_owned();
+        let now = store::micros(SystemTime::now());
+        // Stamp first: from here on it is never listed, whatever happens next.
+        let stamp = self
+            .store
+            .stamp_dispose(&session_id, now)
+            .await
+            .map_err(Error::from)?
+            .ok_or_else(|| Error::SessionNotFound(session_id.clone()))?;
+        self.memory.remove(&session_id);
+        let mut client = self.daemon.clone();
+        let kill = self.request(daemon::KillRequest {
+            session_id: session_id.clone(),
+            ..Default::default()
+        });
+        match self.daemon_call("kill", client.kill(kill)).await {
+            // The exit, when the daemon reports it, marks the row disposed.
+            Ok(_) => {}
+            Err(Error::Daemon(status)) if status.code() == tonic::Code::NotFound => {
+                let ending = store::Ending {
+                    exit_code: None,
+                    exit_signal: None,
+                    ended_at: now,
+                };
+                self.store
+                    .record_ending(&session_id, ending)
+                    .await
+                    .map_err(Error::from)?;
+            }
+            Err(error) => {
+                tracing::warn!(%session_id, %error, "kill on dispose failed; the reaper will retry")
+            }
+        }
+        tracing::info!(%session_id, "session disposed");
+        Ok(Response::new(pb::DisposeSessionResponse {
+            dispose_requested_at: timestamp(store::from_micros(stamp)),
+        }))
+    }
+}
+
+fn event_to_proto(
+    memory: &Memory,
+    session_id: &str,
+    event: daemon::AttachResponse,
+) -> pb::AttachSessionResponse {
+    use daemon::attach_response::Event as D;
+    use pb::attach_session_response::Event as H;
+    let event = event.event.map(|event| match event {
+        D::Output(output) => H::Output(pb::Output {
+            offset: output.offset,
+            data: output.data,
+        }),
+        D::Truncated(truncated) => H::Truncated(pb::Truncated {
+            from_offset: truncated.from_offset,
+            to_offset: truncated.to_offset,
+        }),
+        D::Title(title) => H::Title(pb::TitleChanged { title: title.title }),
+        D::Exited(exited) => {
+            memory.mark_exited(session_id, exited.exit_code, exited.signal);
+            H::Exited(pb::Exited {
+                exit_code: exited.exit_code,
+                signal: exited.signal,
+            })
+        }
+    });
+    pb::AttachSessionResponse { event }
+}

@@ -1,0 +1,477 @@
+//! The session store: workspaces and session rows in SQLite through diesel.
+//! Every call runs on the pool's blocking threads, never on an async worker.
+
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use deadpool_diesel::sqlite::{Manager, Pool, Runtime};
+use diesel::prelude::*;
+use diesel::sqlite::SqliteConnection;
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+
+use crate::schema::{terminal_sessions, workspaces};
+
+const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
+
+/// Connections in the pool: SQLite serialises writers, so a few suffice.
+const POOL_SIZE: usize = 4;
+
+/// What can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A query failed.
+    #[error("database query failed while {operation}: {source}")]
+    Query {
+        /// What the store was doing.
+        operation: &'static str,
+        /// diesel's error.
+        #[source]
+        source: diesel::result::Error,
+    },
+    /// No connection could be had, or the blocking task failed.
+    #[error("database unavailable while {operation}: {reason}")]
+    Pool {
+        /// What the store was doing.
+        operation: &'static str,
+        /// The pool's error.
+        reason: String,
+    },
+    /// Opening or preparing the database failed.
+    #[error("cannot open the database at {path}: {reason}")]
+    Open {
+        /// The database file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// Results of store calls.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// A session's lifecycle state in the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Created and not known to have ended.
+    Active,
+    /// The program exited on its own (or with its daemon).
+    Exited,
+    /// Disposed on request; never listed again.
+    Disposed,
+}
+
+impl Status {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Exited => "exited",
+            Self::Disposed => "disposed",
+        }
+    }
+
+    fn parse(text: &str) -> Self {
+        match text {
+            "exited" => Self::Exited,
+            "disposed" => Self::Disposed,
+            _ => Self::Active,
+        }
+    }
+}
+
+/// A workspace row.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = workspaces)]
+pub struct WorkspaceRow {
+    /// The workspace's id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Creation time, µs since the epoch.
+    pub created_at: i64,
+    /// Close time, µs since the epoch.
+    pub closed_at: Option<i64>,
+}
+
+/// A session row.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = terminal_sessions)]
+pub struct SessionRow {
+    /// The session's id, shared with the daemon.
+    pub id: String,
+    /// The workspace it belongs to.
+    pub workspace_id: String,
+    /// `active`, `exited` or `disposed`.
+    pub status: String,
+    /// Whether lists show it.
+    pub listed: bool,
+    /// The title given at creation.
+    pub title: String,
+    /// argv as a JSON array.
+    pub argv: String,
+    /// The working directory asked for.
+    pub cwd: String,
+    /// Creation time, µs since the epoch.
+    pub created_at: i64,
+    /// Last time a client attached, µs since the epoch.
+    pub last_attached_at: Option<i64>,
+    /// When the program ended, µs since the epoch.
+    pub ended_at: Option<i64>,
+    /// Its exit code, if it exited normally.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub exit_signal: Option<i32>,
+    /// When disposal was first requested, µs since the epoch.
+    pub dispose_requested_at: Option<i64>,
+}
+
+impl SessionRow {
+    /// The row's lifecycle state.
+    pub fn status(&self) -> Status {
+        Status::parse(&self.status)
+    }
+
+    /// Whether disposal was requested.
+    pub fn is_stamped(&self) -> bool {
+        self.dispose_requested_at.is_some()
+    }
+}
+
+/// How a session ended, to record.
+#[derive(Debug, Clone, Copy)]
+pub struct Ending {
+    /// Exit code, when it exited normally.
+    pub exit_code: Option<i32>,
+    /// Signal number, when a signal ended it.
+    pub exit_signal: Option<i32>,
+    /// When, µs since the epoch.
+    pub ended_at: i64,
+}
+
+/// Microseconds since the epoch.
+pub fn micros(time: SystemTime) -> i64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |since| {
+        i64::try_from(since.as_micros()).unwrap_or(i64::MAX)
+    })
+}
+
+/// The time `micros` microseconds after the epoch.
+pub fn from_micros(micros: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_micros(micros.max(0).unsigned_abs())
+}
+
+/// Handle to the database; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    pool: Pool,
+}
+
+impl Store {
+    /// Opens (creating if need be, 0600 in a 0700 directory) the SQLite file
+    /// at `path`, and runs pending migrations.
+    pub async fn open(path: &Path) -> Result<Self> {
+        let open_error = |reason: String| StoreError::Open {
+            path: path.to_path_buf(),
+            reason,
+        };
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|error| open_error(format!("creating {}: {error}", dir.display())))?;
+        }
+        // Create the file ourselves so it is 0600 from the start; SQLite
+        // gives its -wal and -shm files the same mode.
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|error| open_error(error.to_string()))?;
+        let url = path
+            .to_str()
+            .ok_or_else(|| open_error("the path is not UTF-8".into()))?;
+        let manager = Manager::new(url, Runtime::Tokio1);
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .post_create(deadpool_diesel::sqlite::Hook::async_fn(|object, _| {
+                Box::pin(async move {
+                    object
+                        .interact(configure_connection)
+                        .await
+                        .map_err(|error| {
+                            deadpool_diesel::sqlite::HookError::message(error.to_string())
+                        })?
+                        .map_err(|error| {
+                            deadpool_diesel::sqlite::HookError::message(error.to_string())
+                        })
+                })
+            }))
+            .build()
+            .map_err(|error| open_error(error.to_string()))?;
+        let store = Self { pool };
+        store
+            .run("running migrations", |conn| {
+                conn.run_pending_migrations(MIGRATIONS)
+                    .map(|_| ())
+                    .map_err(diesel::result::Error::QueryBuilderError)
+            })
+            .await
+            .map_err(|error| open_error(error.to_string()))?;
+        Ok(store)
+    }
+
+    /// Runs `work` on a pooled connection on a blocking thread.
+    async fn run<T, F>(&self, operation: &'static str, work: F) -> Result<T>
+    where
+        F: FnOnce(&mut SqliteConnection) -> QueryResult<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let pool_error = |reason: String| StoreError::Pool { operation, reason };
+        let connection = self
+            .pool
+            .get()
+            .await
+            .map_err(|error| pool_error(error.to_string()))?;
+        connection
+            .interact(work)
+            .await
+            .map_err(|error| pool_error(error.to_string()))?
+            .map_err(|source| StoreError::Query { operation, source })
+    }
+
+    /// Records a new, open workspace.
+    pub async fn create_workspace(&self, row: WorkspaceRow) -> Result<WorkspaceRow> {
+        self.run("creating a workspace", move |conn| {
+            diesel::insert_into(workspaces::table)
+                .values(&row)
+                .execute(conn)?;
+            Ok(row)
+        })
+        .await
+    }
+
+    /// Every workspace, oldest first.
+    pub async fn list_workspaces(&self) -> Result<Vec<WorkspaceRow>> {
+        self.run("listing workspaces", |conn| {
+            workspaces::table
+                .order((workspaces::created_at, workspaces::id))
+                .select(WorkspaceRow::as_select())
+                .load(conn)
+        })
+        .await
+    }
+
+    /// The workspace with this id.
+    pub async fn workspace(&self, id: &str) -> Result<Option<WorkspaceRow>> {
+        let id = id.to_owned();
+        self.run("reading a workspace", move |conn| {
+            workspaces::table
+                .find(id)
+                .select(WorkspaceRow::as_select())
+                .first(conn)
+                .optional()
+        })
+        .await
+    }
+
+    /// Closes a workspace (keeping the first close time) and stamps its
+    /// active sessions for disposal, in one transaction. Returns the
+    /// workspace and the sessions newly stamped.
+    pub async fn close_workspace(
+        &self,
+        id: &str,
+        now: i64,
+    ) -> Result<Option<(WorkspaceRow, Vec<String>)>> {
+        let id = id.to_owned();
+        self.run("closing a workspace", move |conn| {
+            conn.immediate_transaction(|conn| {
+                diesel::update(
+                    workspaces::table
+                        .find(&id)
+                        .filter(workspaces::closed_at.is_null()),
+                )
+                .set(workspaces::closed_at.eq(now))
+                .execute(conn)?;
+                let Some(workspace) = workspaces::table
+                    .find(&id)
+                    .select(WorkspaceRow::as_select())
+                    .first(conn)
+                    .optional()?
+                else {
+                    return Ok(None);
+                };
+                let stamped = diesel::update(
+                    terminal_sessions::table
+                        .filter(terminal_sessions::workspace_id.eq(&id))
+                        .filter(terminal_sessions::status.eq(Status::Active.as_str()))
+                        .filter(terminal_sessions::dispose_requested_at.is_null()),
+                )
+                .set(terminal_sessions::dispose_requested_at.eq(now))
+                .returning(terminal_sessions::id)
+                .get_results(conn)?;
+                Ok(Some((workspace, stamped)))
+            })
+        })
+        .await
+    }
+
+    /// Records a new session row.
+    pub async fn insert_session(&self, row: SessionRow) -> Result<()> {
+        self.run("recording a session", move |conn| {
+            diesel::insert_into(terminal_sessions::table)
+                .values(&row)
+                .execute(conn)
+                .map(|_| ())
+        })
+        .await
+    }
+
+    /// Removes the row of a session that never started.
+    pub async fn delete_session(&self, id: &str) -> Result<()> {
+        let id = id.to_owned();
+        self.run("removing a session that failed to start", move |conn| {
+            diesel::delete(terminal_sessions::table.find(id))
+                .execute(conn)
+                .map(|_| ())
+        })
+        .await
+    }
+
+    /// The session row with this id.
+    pub async fn session(&self, id: &str) -> Result<Option<SessionRow>> {
+        let id = id.to_owned();
+        self.run("reading a session", move |conn| {
+            terminal_sessions::table
+                .find(id)
+                .select(SessionRow::as_select())
+                .first(conn)
+                .optional()
+        })
+        .await
+    }
+
+    /// The workspace's rows that may be listed: active, listed, unstamped.
+    pub async fn listable_sessions(&self, workspace_id: &str) -> Result<Vec<SessionRow>> {
+        let workspace_id = workspace_id.to_owned();
+        self.run("reading listable sessions", move |conn| {
+            terminal_sessions::table
+                .filter(terminal_sessions::workspace_id.eq(workspace_id))
+                .filter(terminal_sessions::status.eq(Status::Active.as_str()))
+                .filter(terminal_sessions::listed.eq(true))
+                .filter(terminal_sessions::dispose_requested_at.is_null())
+                .select(SessionRow::as_select())
+                .load(conn)
+        })
+        .await
+    }
+
+    /// Every row not yet disposed, for the reaper.
+    pub async fn unsettled_sessions(&self) -> Result<Vec<SessionRow>> {
+        self.run("reading unsettled sessions", |conn| {
+            terminal_sessions::table
+                .filter(terminal_sessions::status.ne(Status::Disposed.as_str()))
+                .select(SessionRow::as_select())
+                .load(conn)
+        })
+        .await
+    }
+
+    /// Stamps a session for disposal; the first stamp wins. Returns the
+    /// stamp in force, or `None` if there is no such session.
+    pub async fn stamp_dispose(&self, id: &str, now: i64) -> Result<Option<i64>> {
+        let id = id.to_owned();
+        self.run("stamping a session for disposal", move |conn| {
+            conn.immediate_transaction(|conn| {
+                diesel::update(
+                    terminal_sessions::table
+                        .find(&id)
+                        .filter(terminal_sessions::dispose_requested_at.is_null()),
+                )
+                .set(terminal_sessions::dispose_requested_at.eq(now))
+                .execute(conn)?;
+                terminal_sessions::table
+                    .find(&id)
+                    .select(terminal_sessions::dispose_requested_at)
+                    .first::<Option<i64>>(conn)
+                    .optional()
+                    .map(Option::flatten)
+            })
+        })
+        .await
+    }
+
+    /// Records that a session's program ended: `exited`, or `disposed` if
+    /// it was stamped. Returns whether the row changed.
+    pub async fn record_ending(&self, id: &str, ending: Ending) -> Result<bool> {
+        let id = id.to_owned();
+        self.run("recording a session's end", move |conn| {
+            conn.immediate_transaction(|conn| {
+                let current: Option<(String, Option<i64>)> = terminal_sessions::table
+                    .find(&id)
+                    .select((
+                        terminal_sessions::status,
+                        terminal_sessions::dispose_requested_at,
+                    ))
+                    .first(conn)
+                    .optional()?;
+                let changed = match current.map(|(status, stamp)| (Status::parse(&status), stamp)) {
+                    None | Some((Status::Disposed, _)) => 0,
+                    // Already ended: only the disposal is new.
+                    Some((Status::Exited, stamp)) => {
+                        if stamp.is_none() {
+                            return Ok(false);
+                        }
+                        diesel::update(terminal_sessions::table.find(&id))
+                            .set(terminal_sessions::status.eq(Status::Disposed.as_str()))
+                            .execute(conn)?
+                    }
+                    Some((Status::Active, stamp)) => {
+                        let status = if stamp.is_some() {
+                            Status::Disposed
+                        } else {
+                            Status::Exited
+                        };
+                        diesel::update(terminal_sessions::table.find(&id))
+                            .set((
+                                terminal_sessions::status.eq(status.as_str()),
+                                terminal_sessions::ended_at.eq(ending.ended_at),
+                                terminal_sessions::exit_code.eq(ending.exit_code),
+                                terminal_sessions::exit_signal.eq(ending.exit_signal),
+                            ))
+                            .execute(conn)?
+                    }
+                };
+                Ok(changed > 0)
+            })
+        })
+        .await
+    }
+
+    /// Notes that a client attached now.
+    pub async fn touch_attached(&self, id: &str, now: i64) -> Result<()> {
+        let id = id.to_owned();
+        self.run("recording an attach", move |conn| {
+            diesel::update(terminal_sessions::table.find(id))
+                .set(terminal_sessions::last_attached_at.eq(now))
+                .execute(conn)
+                .map(|_| ())
+        })
+        .await
+    }
+}
+
+/// Per-connection settings: WAL for concurrent readers, a busy timeout so
+/// writers queue instead of failing, and enforced foreign keys.
+///
+/// `synchronous = NORMAL` in WAL mode survives a crash or SIGKILL of the
+/// host-service with every committed row intact; only a power loss can drop
+/// the last commits, and a power loss ends every session anyway.
+fn configure_connection(conn: &mut SqliteConnection) -> QueryResult<()> {
+    use diesel::connection::SimpleConnection;
+    conn.batch_execute(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;",
+    )
+}

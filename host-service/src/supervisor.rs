@@ -1,0 +1,367 @@
+//! Keeps a pty-daemon serving the socket: adopts the one already there or
+//! launches one, learns of session exits from it, and relaunches it if it
+//! dies, with a crash-loop breaker. Never stops the daemon.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use holdfast::daemon_client::{self, DaemonClient};
+use holdfast::proto::daemon::v1 as daemon;
+use tokio::sync::watch;
+use tonic_health::ServingStatus;
+use tonic_health::server::HealthReporter;
+
+use crate::memory::Memory;
+use crate::reaper::Reaper;
+use crate::store::{self, Ending, Store};
+
+/// The health-check name under which the daemon dependency is reported.
+pub const DAEMON_HEALTH_SERVICE: &str = "holdfast.daemon.v1.PtyDaemon";
+/// Crashes within `CRASH_WINDOW` that stop relaunching.
+const MAX_CRASHES: usize = 3;
+/// The window the crash-loop breaker counts over.
+const CRASH_WINDOW: Duration = Duration::from_secs(60);
+/// How long a launched daemon gets to start answering.
+const LAUNCH_PATIENCE: Duration = Duration::from_secs(10);
+/// How often to look for a daemon after the breaker tripped.
+const GAVE_UP_PROBE_EVERY: Duration = Duration::from_secs(5);
+
+/// What is known of the daemon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DaemonState {
+    /// Not yet reached.
+    Starting,
+    /// Serving, as far as is known.
+    Up {
+        /// Its pid.
+        pid: u32,
+        /// Its version.
+        version: String,
+    },
+    /// Gone; being relaunched.
+    Down(String),
+    /// Crashed too often; not relaunched until one appears on the socket.
+    GaveUp(String),
+}
+
+/// A cheap, shared view of the daemon's state.
+#[derive(Clone)]
+pub struct DaemonHealth(Arc<watch::Sender<DaemonState>>);
+
+impl DaemonHealth {
+    fn new() -> Self {
+        Self(Arc::new(watch::Sender::new(DaemonState::Starting)))
+    }
+
+    /// Why the daemon is known to be unreachable, if it is.
+    pub fn down_reason(&self) -> Option<String> {
+        match &*self.0.borrow() {
+            DaemonState::Down(reason) => Some(format!("the pty-daemon is down: {reason}")),
+            DaemonState::GaveUp(reason) => Some(format!(
+                "the pty-daemon keeps crashing and is not relaunched: {reason}"
+            )),
+            DaemonState::Starting | DaemonState::Up { .. } => None,
+        }
+    }
+
+    /// The state now.
+    pub fn state(&self) -> DaemonState {
+        self.0.borrow().clone()
+    }
+}
+
+/// How to start a daemon.
+#[derive(Debug, Clone)]
+pub struct Launcher {
+    /// The executable.
+    pub program: PathBuf,
+    /// argv[0] to give it (the host-service binary runs as the daemon when
+    /// called `pty-daemon`).
+    pub arg0: String,
+    /// Extra daemon flags.
+    pub args: Vec<String>,
+}
+
+/// The daemon's keeper.
+pub struct Supervisor {
+    socket: PathBuf,
+    launcher: Option<Launcher>,
+    client: DaemonClient,
+    health: DaemonHealth,
+    reporter: HealthReporter,
+    store: Store,
+    memory: Arc<Memory>,
+    reaper: Arc<Reaper>,
+    crashes: std::sync::Mutex<VecDeque<Instant>>,
+}
+
+impl Supervisor {
+    /// A supervisor for the daemon at `socket`; with no launcher it only
+    /// adopts a daemon started by hand.
+    pub fn new(
+        socket: PathBuf,
+        launcher: Option<Launcher>,
+        client: DaemonClient,
+        reporter: HealthReporter,
+        store: Store,
+        memory: Arc<Memory>,
+        reaper: Arc<Reaper>,
+    ) -> Self {
+        Self {
+            socket,
+            launcher,
+            client,
+            health: DaemonHealth::new(),
+            reporter,
+            store,
+            memory,
+            reaper,
+            crashes: std::sync::Mutex::default(),
+        }
+    }
+
+    /// The shared view of the daemon's state.
+    pub fn health(&self) -> DaemonHealth {
+        self.health.clone()
+    }
+
+    async fn set_state(&self, state: DaemonState) {
+        let serving = matches!(state, DaemonState::Up { .. });
+        self.health.0.send_replace(state);
+        let status = if serving {
+            ServingStatus::Serving
+        } else {
+            ServingStatus::NotServing
+        };
+        self.reporter
+            .set_service_status(DAEMON_HEALTH_SERVICE, status)
+            .await;
+    }
+
+    /// Reaches a daemon, launching one if none answers. Bounded.
+    pub async fn ensure_daemon(&self) -> Result<daemon::DaemonInfo, String> {
+        if let Ok(info) = self.probe().await {
+            tracing::info!(socket = %self.socket.display(), pid = info.pid, version = %info.version, "adopted the running pty-daemon");
+            self.adopted(&info).await;
+            return Ok(info);
+        }
+        let Some(launcher) = &self.launcher else {
+            let reason = format!("no pty-daemon answers at {}", self.socket.display());
+            self.set_state(DaemonState::Down(reason.clone())).await;
+            return Err(reason);
+        };
+        if let Err(reason) = self.launch(launcher).await {
+            self.set_state(DaemonState::Down(reason.clone())).await;
+            return Err(reason);
+        }
+        let deadline = Instant::now() + LAUNCH_PATIENCE;
+        loop {
+            match self.probe().await {
+                Ok(info) => {
+                    tracing::info!(socket = %self.socket.display(), pid = info.pid, "launched a pty-daemon");
+                    self.adopted(&info).await;
+                    return Ok(info);
+                }
+                Err(error) if Instant::now() > deadline => {
+                    let reason = format!("a launched pty-daemon did not answer: {error}");
+                    self.set_state(DaemonState::Down(reason.clone())).await;
+                    return Err(reason);
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    }
+
+    async fn adopted(&self, info: &daemon::DaemonInfo) {
+        if info.version != holdfast::VERSION {
+            tracing::warn!(daemon_version = %info.version, host_version = holdfast::VERSION, "the pty-daemon runs another version; it keeps serving its sessions");
+        }
+        self.set_state(DaemonState::Up {
+            pid: info.pid,
+            version: info.version.clone(),
+        })
+        .await;
+    }
+
+    /// A fresh connection and a `List`, so a dead socket is noticed at once.
+    async fn probe(&self) -> Result<daemon::DaemonInfo, String> {
+        let mut client = daemon_client::connect(&self.socket, Duration::from_secs(1))
+            .await
+            .map_err(|error| error.to_string())?;
+        let mut request = tonic::Request::new(daemon::ListRequest {});
+        request.set_timeout(Duration::from_secs(2));
+        let response = tokio::time::timeout(Duration::from_secs(2), client.list(request))
+            .await
+            .map_err(|_| "the pty-daemon did not answer within 2 s".to_owned())?
+            .map_err(|status| status.message().to_owned())?;
+        response
+            .into_inner()
+            .daemon
+            .ok_or_else(|| "the pty-daemon did not identify itself".to_owned())
+    }
+
+    async fn launch(&self, launcher: &Launcher) -> Result<(), String> {
+        use std::os::unix::process::CommandExt;
+        let mut command = std::process::Command::new(&launcher.program);
+        command
+            .arg0(&launcher.arg0)
+            .arg("--daemonize")
+            .arg("--socket")
+            .arg(&self.socket)
+            .args(&launcher.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        tracing::info!(program = %launcher.program.display(), socket = %self.socket.display(), "launching a pty-daemon");
+        // `--daemonize` returns once the socket is bound, so this is quick.
+        let output = tokio::task::spawn_blocking(move || command.output())
+            .await
+            .map_err(|error| format!("launching the pty-daemon: {error}"))?
+            .map_err(|error| format!("launching {}: {error}", launcher.program.display()))?;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if output.status.success() || stderr.contains("already serving") {
+            Ok(())
+        } else {
+            Err(format!(
+                "the pty-daemon failed to start ({}): {}",
+                output.status,
+                stderr.trim()
+            ))
+        }
+    }
+
+    /// Follows the daemon forever: records exits, and handles its death.
+    pub async fn run(self: Arc<Self>) {
+        loop {
+            if matches!(self.health.state(), DaemonState::Up { .. }) {
+                self.follow_exits().await;
+            }
+            // The watch ended: the daemon restarted, died, or the link broke.
+            if let Ok(info) = self.probe().await {
+                self.adopted(&info).await;
+                self.reaper.pass_logged().await;
+                continue;
+            }
+            self.daemon_died().await;
+            if self.breaker_tripped() {
+                let reason = format!(
+                    "more than {MAX_CRASHES} crashes within {} s",
+                    CRASH_WINDOW.as_secs()
+                );
+                tracing::error!(%reason, "not relaunching the pty-daemon; start one by hand or restart the host-service");
+                self.set_state(DaemonState::GaveUp(reason)).await;
+                while self.probe().await.is_err() {
+                    tokio::time::sleep(GAVE_UP_PROBE_EVERY).await;
+                }
+                self.crashes
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clear();
+            }
+            match self.ensure_daemon().await {
+                Ok(_) => self.reaper.pass_logged().await,
+                Err(reason) => {
+                    // Counted as a crash when the next probe finds no daemon.
+                    tracing::error!(%reason, "relaunching the pty-daemon failed");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    }
+
+    /// Streams exits until the stream ends.
+    async fn follow_exits(&self) {
+        let mut client = self.client.clone();
+        let mut stream = match client.watch_sessions(daemon::WatchSessionsRequest {}).await {
+            Ok(response) => response.into_inner(),
+            Err(status) => {
+                tracing::warn!(%status, "cannot watch the pty-daemon's sessions");
+                return;
+            }
+        };
+        // Exits that happened before the watch began are picked up here.
+        self.reaper.pass_logged().await;
+        loop {
+            match stream.message().await {
+                Ok(Some(event)) => match event.event {
+                    Some(daemon::watch_sessions_response::Event::Exited(exit)) => {
+                        self.record_exit(exit).await
+                    }
+                    Some(daemon::watch_sessions_response::Event::Lagged(lagged)) => {
+                        tracing::warn!(missed = lagged.missed, "missed exit events; reconciling");
+                        self.reaper.pass_logged().await;
+                    }
+                    None => {}
+                },
+                Ok(None) => return,
+                Err(status) => {
+                    tracing::warn!(%status, "lost the pty-daemon's exit stream");
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn record_exit(&self, exit: daemon::SessionExited) {
+        self.memory
+            .mark_exited(&exit.session_id, exit.exit_code, exit.signal);
+        let ended_at = exit
+            .exited_at
+            .and_then(|at| SystemTime::try_from(at).ok())
+            .map_or_else(|| store::micros(SystemTime::now()), store::micros);
+        let ending = Ending {
+            exit_code: exit.exit_code,
+            exit_signal: exit.signal,
+            ended_at,
+        };
+        if let Err(error) = self.store.record_ending(&exit.session_id, ending).await {
+            tracing::error!(session_id = %exit.session_id, %error, "recording an exit failed; the reaper will retry");
+        }
+    }
+
+    /// The daemon is gone, and every session with it: record that.
+    async fn daemon_died(&self) {
+        tracing::error!(socket = %self.socket.display(), "the pty-daemon died; its sessions died with it");
+        self.record_crash();
+        self.set_state(DaemonState::Down(
+            "it stopped answering on its socket".into(),
+        ))
+        .await;
+        self.memory.mark_all_exited();
+        let now = store::micros(SystemTime::now());
+        match self.store.unsettled_sessions().await {
+            Ok(rows) => {
+                for row in rows {
+                    let ending = Ending {
+                        exit_code: None,
+                        exit_signal: None,
+                        ended_at: now,
+                    };
+                    if let Err(error) = self.store.record_ending(&row.id, ending).await {
+                        tracing::error!(session_id = %row.id, %error, "recording a lost session failed");
+                    }
+                }
+            }
+            Err(error) => tracing::error!(%error, "reading sessions lost with the daemon failed"),
+        }
+    }
+
+    fn record_crash(&self) {
+        let mut crashes = self.crashes.lock().unwrap_or_else(|p| p.into_inner());
+        crashes.push_back(Instant::now());
+    }
+
+    fn breaker_tripped(&self) -> bool {
+        let mut crashes = self.crashes.lock().unwrap_or_else(|p| p.into_inner());
+        while crashes
+            .front()
+            .is_some_and(|at| at.elapsed() > CRASH_WINDOW)
+        {
+            crashes.pop_front();
+        }
+        crashes.len() > MAX_CRASHES
+    }
+}

@@ -1,0 +1,85 @@
+//! Checks on request fields.
+
+use crate::error::{Error, Result};
+
+/// Longest workspace name or session title accepted, in bytes.
+pub const MAX_NAME_BYTES: usize = 200;
+/// Largest single input write, in bytes (the daemon's limit too).
+pub const MAX_WRITE_BYTES: usize = 1 << 20;
+/// Largest terminal dimension, in cells.
+pub const MAX_DIMENSION: u32 = 10_000;
+
+/// Ids are UUIDs made by this service; anything else cannot name one.
+pub fn id<'a>(field: &str, value: &'a str) -> Result<&'a str> {
+    if value.is_empty() {
+        return Err(Error::InvalidArgument(format!("{field} is required")));
+    }
+    uuid::Uuid::try_parse(value).map_err(|_| {
+        Error::InvalidArgument(format!("{field} {value:?} is not a valid id (a UUID)"))
+    })?;
+    Ok(value)
+}
+
+/// Names and titles: at most 200 bytes, no control characters. Names are
+/// also non-blank.
+pub fn text(field: &str, value: &str, required: bool) -> Result<()> {
+    if required && value.trim().is_empty() {
+        return Err(Error::InvalidArgument(format!("{field} is required")));
+    }
+    if value.len() > MAX_NAME_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "{field} is {} bytes long; the limit is {MAX_NAME_BYTES}",
+            value.len()
+        )));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(Error::InvalidArgument(format!(
+            "{field} may not contain control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Terminal sizes: 1 to 10,000 each way.
+pub fn size(cols: u32, rows: u32) -> Result<()> {
+    for (name, value) in [("cols", cols), ("rows", rows)] {
+        if value == 0 || value > MAX_DIMENSION {
+            return Err(Error::InvalidArgument(format!(
+                "{name} must be between 1 and {MAX_DIMENSION}, got {value}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Input writes: at most 1 MiB.
+pub fn write_len(len: usize) -> Result<()> {
+    if len > MAX_WRITE_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "data is {len} bytes; one write may carry at most {MAX_WRITE_BYTES}"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_must_be_uuids() {
+        assert!(id("session_id", "9b2f3f4e-2a59-4a8e-9d59-0b8a3e5f6c7d").is_ok());
+        for bad in ["", "x", "../etc", "9b2f3f4e-2a59-4a8e-9d59-0b8a3e5f6c7"] {
+            assert!(id("session_id", bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn names() {
+        assert!(text("name", "dev", true).is_ok());
+        assert!(text("name", "  ", true).is_err());
+        assert!(text("title", "", false).is_ok());
+        assert!(text("name", &"x".repeat(201), true).is_err());
+        assert!(text("name", "a\nb", true).is_err());
+    }
+}

@@ -1,0 +1,122 @@
+//! The command line shared by the `pty-daemon` binary and the host-service
+//! binary when it runs as the daemon.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::listener;
+use crate::registry::SessionSettings;
+use anyhow::Context;
+use clap::Parser;
+
+/// The holdfast PTY daemon: owns terminals and the programs in them, and
+/// keeps them running when everything above it restarts.
+#[derive(Debug, Parser)]
+#[command(name = "pty-daemon", version, about)]
+pub struct Args {
+    /// Unix socket to serve on [default: $XDG_RUNTIME_DIR/holdfast/ptyd.sock,
+    /// or /tmp/holdfast-<uid>/ptyd.sock].
+    #[arg(long, env = "HOLDFAST_DAEMON_SOCKET")]
+    socket: Option<PathBuf>,
+    /// Detach from the launcher: new session, stdio to the log file. The
+    /// launcher returns once the socket accepts connections.
+    #[arg(long, env = "HOLDFAST_DAEMONIZE")]
+    daemonize: bool,
+    /// Log file when detached [default: the socket path with `.log`].
+    #[arg(long, env = "HOLDFAST_DAEMON_LOG")]
+    log_file: Option<PathBuf>,
+    /// Scrollback kept per session, in bytes.
+    #[arg(long, env = "HOLDFAST_SCROLLBACK_BYTES", default_value_t = 1 << 20,
+          value_parser = clap::value_parser!(u64).range(1024..=(1 << 30)))]
+    scrollback_bytes: u64,
+    /// How long an exited session stays listed with its exit status, in seconds.
+    #[arg(long, env = "HOLDFAST_EXIT_RETENTION_SECS", default_value_t = 600)]
+    exit_retention_secs: u64,
+    /// Log format.
+    #[arg(long, env = "HOLDFAST_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Parses the process's arguments and runs the daemon until it stops.
+pub fn main() -> anyhow::Result<()> {
+    run(Args::parse())
+}
+
+/// Runs the daemon with parsed arguments: claim the socket, optionally
+/// detach, then serve until SIGTERM.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    // Colour only for a person at a terminal, never into the detached log.
+    let ansi = !args.daemonize && std::io::stderr().is_terminal();
+    init_logging(args.log_format, ansi);
+    let socket_path = args
+        .socket
+        .unwrap_or_else(holdfast::paths::default_socket_path);
+    // Claim before detaching, so "already running" and permission errors
+    // reach the launcher's terminal and exit status.
+    let socket = listener::claim(&socket_path)
+        .with_context(|| format!("cannot serve on {}", socket_path.display()))?;
+    if args.daemonize {
+        let log_path = args
+            .log_file
+            .unwrap_or_else(|| socket_path.with_extension("log"));
+        detach(&log_path)?;
+    }
+    let settings = SessionSettings {
+        // Bounded to 1 GiB by the parser, so it fits.
+        scrollback_bytes: args.scrollback_bytes as usize,
+        exit_retention: Duration::from_secs(args.exit_retention_secs),
+    };
+    // A small fixed pool: sessions are tasks, not threads.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(4)
+        .thread_name("ptyd")
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(crate::run(socket, settings))?;
+    Ok(())
+}
+
+/// Double-forks into a new session with stdio on the log file. Runs before
+/// the runtime starts: forking a multi-threaded process is unsafe.
+fn detach(log_path: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(log_path)
+        .with_context(|| format!("opening log file {}", log_path.display()))?;
+    let stderr = log.try_clone().context("duplicating the log file")?;
+    daemonize::Daemonize::new()
+        .working_directory("/")
+        .umask(0o077)
+        .stdout(log)
+        .stderr(stderr)
+        .start()
+        .context("detaching")?;
+    Ok(())
+}
+
+fn init_logging(format: LogFormat, ansi: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}

@@ -1,0 +1,372 @@
+//! The mission: background sessions stay listed across host-service
+//! restarts, answered from the daemon and the database on the first query.
+//! Real host-service, which launches the real daemon, over real sockets.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use holdfast::proto::host::v1 as pb;
+use rustix::process::{Pid, Signal};
+use support::host::*;
+use support::*;
+
+/// Reads an attach stream until its output contains `needle`.
+async fn host_receive_text(
+    stream: &mut tonic::Streaming<pb::AttachSessionResponse>,
+    needle: &str,
+) -> String {
+    let mut text = String::new();
+    let deadline = Instant::now() + PATIENCE;
+    while !text.contains(needle) {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let message = tokio::time::timeout(remaining, stream.message())
+            .await
+            .unwrap_or_else(|_| panic!("timed out waiting for {needle:?}; got {text:?}"))
+            .expect("stream error")
+            .unwrap_or_else(|| panic!("stream ended before {needle:?}; got {text:?}"));
+        if let Some(pb::attach_session_response::Event::Output(output)) = message.event {
+            text.push_str(&String::from_utf8_lossy(&output.data));
+        }
+    }
+    text
+}
+
+#[tokio::test]
+async fn background_sessions_survive_host_restarts_in_every_list() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("restart").await.workspace_id;
+
+    let mut plain = session_request(
+        &workspace,
+        &[
+            "sh",
+            "-c",
+            "printf '\\033]2;agent: working\\007'; echo ready; exec cat",
+        ],
+    );
+    plain.title = Some("given title".into());
+    let plain = host.create_session(plain).await;
+    let mut hidden = session_request(&workspace, &["sleep", "1000"]);
+    hidden.listed = Some(false);
+    let hidden = host.create_session(hidden).await;
+    let doomed = host
+        .create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+    host.terminals
+        .dispose_session(pb::DisposeSessionRequest {
+            session_id: doomed.session_id.clone(),
+        })
+        .await
+        .expect("dispose");
+    // The OSC title has reached the daemon.
+    eventually("the OSC title", || {
+        let mut terminals = host.terminals.clone();
+        let workspace = workspace.clone();
+        async move {
+            let list = terminals
+                .list_sessions(pb::ListSessionsRequest {
+                    workspace_id: workspace,
+                })
+                .await
+                .ok()?
+                .into_inner();
+            (list.sessions.first()?.title == "agent: working").then_some(())
+        }
+    })
+    .await;
+    let daemon_pid = home
+        .serving_daemon_pid()
+        .await
+        .expect("the host-service launched a daemon");
+
+    for signal in [Signal::TERM, Signal::KILL] {
+        let status = host.stop(signal);
+        if signal == Signal::TERM {
+            assert!(
+                status.success(),
+                "SIGTERM stops the host-service cleanly: {status:?}\n{}",
+                host.log_text()
+            );
+        }
+        for session in [&plain, &hidden] {
+            let pid = Pid::from_raw(session.pid as i32).expect("pid");
+            assert!(
+                rustix::process::test_kill_process(pid).is_ok(),
+                "session {} died with the host-service",
+                session.pid
+            );
+        }
+        host = home.start(&[]).await;
+
+        // The first query after the restart already sees the background session.
+        let list = host.list(&workspace).await;
+        assert_eq!(
+            list.source,
+            pb::Source::Complete as i32,
+            "{}",
+            list.degraded_reason
+        );
+        assert_eq!(
+            ids(&list),
+            vec![plain.session_id.as_str()],
+            "after {signal:?}: only the plain session"
+        );
+        let listed = &list.sessions[0];
+        assert!(!listed.attached);
+        assert!(listed.alive);
+        assert_eq!(listed.title, "agent: working");
+        assert_eq!(listed.pid, plain.pid, "the PTY process is the same one");
+        assert_eq!(listed.workspace_id, workspace);
+
+        let count = host.count(&workspace, &[]).await;
+        assert_eq!(
+            (count.count, count.source),
+            (1, pb::Source::Complete as i32)
+        );
+        assert_eq!(host.count(&workspace, &[&plain.session_id]).await.count, 0);
+
+        // Listing is read-only: the same answer again, the same daemon.
+        let again = host.list(&workspace).await;
+        assert_eq!(again.sessions, list.sessions);
+        assert_eq!(
+            home.serving_daemon_pid().await,
+            Some(daemon_pid),
+            "the daemon survived the restart"
+        );
+    }
+
+    // Input to the restored session reaches its process (adopted on demand).
+    let mut stream = host
+        .terminals
+        .attach_session(pb::AttachSessionRequest {
+            session_id: plain.session_id.clone(),
+            from_offset: None,
+        })
+        .await
+        .expect("attach")
+        .into_inner();
+    host.terminals
+        .write_input(pb::WriteInputRequest {
+            session_id: plain.session_id.clone(),
+            data: "echo-me\n".into(),
+        })
+        .await
+        .expect("write to a restored session");
+    let text = host_receive_text(&mut stream, "echo-me\r\necho-me").await;
+    assert!(
+        text.starts_with("\u{1b}]2;agent: working\u{7}ready\r\n"),
+        "replayed from the start: {text:?}"
+    );
+
+    // While the stream is open the session counts as attached.
+    let list = host.list(&workspace).await;
+    assert!(list.sessions[0].attached);
+    drop(stream);
+    eventually("the detach to register", || {
+        let mut terminals = host.terminals.clone();
+        let workspace = workspace.clone();
+        async move {
+            let list = terminals
+                .list_sessions(pb::ListSessionsRequest {
+                    workspace_id: workspace,
+                })
+                .await
+                .ok()?
+                .into_inner();
+            (!list.sessions.first()?.attached).then_some(())
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
+    let home = HostHome::new();
+    let mut host = home
+        .start(&[
+            "--daemon-deadline-ms",
+            "250",
+            "--operation-timeout-ms",
+            "500",
+        ])
+        .await;
+    let workspace = host.create_workspace("hung").await.workspace_id;
+    let session = host
+        .create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+    let daemon = home.serving_daemon_pid().await.expect("a daemon serves");
+    let daemon = Pid::from_raw(daemon).expect("pid");
+    rustix::process::kill_process(daemon, Signal::STOP).expect("SIGSTOP the daemon");
+
+    for _ in 0..3 {
+        let started = Instant::now();
+        let list = host.list(&workspace).await;
+        let took = started.elapsed();
+        assert_eq!(list.source, pb::Source::MemoryOnly as i32);
+        assert!(
+            list.degraded_reason.contains("250 ms"),
+            "reason: {}",
+            list.degraded_reason
+        );
+        assert_eq!(
+            ids(&list),
+            vec![session.session_id.as_str()],
+            "memory still knows the session"
+        );
+        assert!(took < Duration::from_millis(250 + 1500), "took {took:?}");
+        let count = host.count(&workspace, &[]).await;
+        assert_eq!(
+            (count.count, count.source),
+            (1, pb::Source::MemoryOnly as i32)
+        );
+    }
+    // Operations that need the daemon fail fast and say why.
+    let started = Instant::now();
+    let status = host
+        .terminals
+        .write_input(pb::WriteInputRequest {
+            session_id: session.session_id.clone(),
+            data: "x".into(),
+        })
+        .await
+        .expect_err("the daemon is stopped");
+    assert_eq!(
+        status.code(),
+        tonic::Code::Unavailable,
+        "{}",
+        status.message()
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    rustix::process::kill_process(daemon, Signal::CONT).expect("SIGCONT");
+    eventually("a complete list again", || {
+        let mut terminals = host.terminals.clone();
+        let workspace = workspace.clone();
+        let id = session.session_id.clone();
+        async move {
+            let list = terminals
+                .list_sessions(pb::ListSessionsRequest {
+                    workspace_id: workspace,
+                })
+                .await
+                .ok()?
+                .into_inner();
+            (list.source == pb::Source::Complete as i32
+                && list.sessions.iter().any(|s| s.session_id == id))
+            .then_some(())
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_dead_daemon_is_relaunched_and_its_sessions_are_recorded_as_exited() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("dead").await.workspace_id;
+    let session = host
+        .create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+    let first = home.serving_daemon_pid().await.expect("a daemon serves");
+    rustix::process::kill_process(Pid::from_raw(first).expect("pid"), Signal::KILL)
+        .expect("SIGKILL the daemon");
+
+    let second = eventually("a relaunched daemon", || async {
+        home.serving_daemon_pid().await.filter(|pid| *pid != first)
+    })
+    .await;
+    assert_ne!(second, first);
+    eventually("a complete list without the lost session", || {
+        let mut terminals = host.terminals.clone();
+        let workspace = workspace.clone();
+        async move {
+            let list = terminals
+                .list_sessions(pb::ListSessionsRequest {
+                    workspace_id: workspace,
+                })
+                .await
+                .ok()?
+                .into_inner();
+            (list.source == pb::Source::Complete as i32 && list.sessions.is_empty()).then_some(())
+        }
+    })
+    .await;
+    // The lost session never comes back, even after a restart.
+    host.stop(Signal::TERM);
+    let mut host = home.start(&[]).await;
+    assert!(host.list(&workspace).await.sessions.is_empty());
+    let status = host
+        .terminals
+        .write_input(pb::WriteInputRequest {
+            session_id: session.session_id.clone(),
+            data: "x".into(),
+        })
+        .await
+        .expect_err("the session is gone");
+    assert_eq!(status.code(), tonic::Code::NotFound, "{}", status.message());
+    // New sessions work on the new daemon.
+    host.create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+}
+
+#[tokio::test]
+async fn the_crash_loop_breaker_stops_relaunching() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let mut seen = Vec::new();
+    // More than three crashes within a minute.
+    for _ in 0..4 {
+        let deadline = Instant::now() + PATIENCE;
+        let pid = loop {
+            if let Some(pid) = home
+                .serving_daemon_pid()
+                .await
+                .filter(|pid| !seen.contains(pid))
+            {
+                break pid;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no new daemon after {seen:?}:\n{}",
+                host.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        seen.push(pid);
+        rustix::process::kill_process(Pid::from_raw(pid).expect("pid"), Signal::KILL)
+            .expect("kill");
+    }
+    let deadline = Instant::now() + PATIENCE;
+    while !host.log_text().contains("not relaunching the pty-daemon") {
+        assert!(
+            Instant::now() < deadline,
+            "the breaker did not trip:\n{}",
+            host.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        home.serving_daemon_pid().await,
+        None,
+        "no daemon after the breaker tripped"
+    );
+    let channel = tonic::transport::Channel::from_shared(host.address.clone())
+        .expect("uri")
+        .connect()
+        .await
+        .expect("connect");
+    let status = tonic_health::pb::health_client::HealthClient::new(channel)
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: "holdfast.daemon.v1.PtyDaemon".into(),
+        })
+        .await
+        .expect("health")
+        .into_inner()
+        .status;
+    assert_eq!(
+        status,
+        tonic_health::pb::health_check_response::ServingStatus::NotServing as i32
+    );
+}

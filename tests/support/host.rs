@@ -1,0 +1,232 @@
+//! Starting the real host-service, which launches its own daemon, in a
+//! temp dir; stopping both when the test ends.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use holdfast::proto::host::v1 as pb;
+use holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient;
+use holdfast::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
+use tonic::transport::Channel;
+
+use super::{binary, eventually, wait_with_deadline};
+
+/// A temp dir holding a daemon socket and a database, shared by every
+/// host-service started in it; stops the daemon it launched on drop.
+pub struct HostHome {
+    pub dir: tempfile::TempDir,
+}
+
+impl HostHome {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("run").join("ptyd.sock")
+    }
+
+    pub fn database(&self) -> PathBuf {
+        self.dir.path().join("data").join("holdfast.db")
+    }
+
+    /// Starts a host-service here (it adopts or launches the daemon) and
+    /// waits until it serves.
+    pub async fn start(&self, extra: &[&str]) -> HostService {
+        let log = self.dir.path().join(format!(
+            "host-{}.log",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        let child = Command::new(binary("host-service"))
+            .args(["--listen", "127.0.0.1:0", "--daemon-socket"])
+            .arg(self.socket())
+            .arg("--database-url")
+            .arg(self.database())
+            .args(extra)
+            .env("RUST_LOG", "info,host_service=debug")
+            .stdin(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("start host-service");
+        let address = eventually("the host-service to serve", || {
+            let log = log.clone();
+            async move {
+                let text = std::fs::read_to_string(&log).ok()?;
+                let line = text
+                    .lines()
+                    .find(|line| line.contains("host-service serving"))?;
+                let address = line.split("address=").nth(1)?.split_whitespace().next()?;
+                Some(format!("http://{address}"))
+            }
+        })
+        .await;
+        let channel = Channel::from_shared(address.clone())
+            .expect("uri")
+            .connect()
+            .await
+            .expect("connect");
+        HostService {
+            child,
+            address,
+            log,
+            workspaces: WorkspaceServiceClient::new(channel.clone()),
+            terminals: TerminalServiceClient::new(channel),
+        }
+    }
+
+    /// The pid of the daemon answering on this home's socket, if one does.
+    pub async fn serving_daemon_pid(&self) -> Option<i32> {
+        let mut client = holdfast::daemon_client::connect(&self.socket(), Duration::from_secs(1))
+            .await
+            .ok()?;
+        let list = client
+            .list(holdfast::proto::daemon::v1::ListRequest {})
+            .await
+            .ok()?
+            .into_inner();
+        list.daemon.map(|daemon| daemon.pid as i32)
+    }
+
+    /// Pids of processes started as daemons on this home's socket,
+    /// including launchers that have not exited yet.
+    pub fn daemon_pids(&self) -> Vec<i32> {
+        let socket = self.socket().to_string_lossy().into_owned();
+        let mut pids = Vec::new();
+        for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+                continue;
+            };
+            let args: Vec<String> = cmdline
+                .split(|b| *b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            if args.iter().any(|a| a == "--daemonize") && args.iter().any(|a| a == &socket) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+}
+
+impl Drop for HostHome {
+    fn drop(&mut self) {
+        for pid in self.daemon_pids() {
+            let pid = rustix::process::Pid::from_raw(pid).expect("pid");
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::CONT);
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while rustix::process::test_kill_process(pid).is_ok()
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// A running host-service; SIGKILLed on drop if still running.
+pub struct HostService {
+    pub child: Child,
+    pub address: String,
+    pub log: PathBuf,
+    pub workspaces: WorkspaceServiceClient<Channel>,
+    pub terminals: TerminalServiceClient<Channel>,
+}
+
+impl HostService {
+    /// Stops it with `signal` and waits for the exit.
+    pub fn stop(&mut self, signal: rustix::process::Signal) -> std::process::ExitStatus {
+        let pid = rustix::process::Pid::from_child(&self.child);
+        let _ = rustix::process::kill_process(pid, signal);
+        wait_with_deadline(&mut self.child)
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub async fn create_workspace(&mut self, name: &str) -> pb::Workspace {
+        self.workspaces
+            .create_workspace(pb::CreateWorkspaceRequest { name: name.into() })
+            .await
+            .expect("create workspace")
+            .into_inner()
+            .workspace
+            .expect("workspace")
+    }
+
+    pub async fn create_session(&mut self, request: pb::CreateSessionRequest) -> pb::Session {
+        self.terminals
+            .create_session(request)
+            .await
+            .expect("create session")
+            .into_inner()
+            .session
+            .expect("session")
+    }
+
+    pub async fn list(&mut self, workspace_id: &str) -> pb::ListSessionsResponse {
+        self.terminals
+            .list_sessions(pb::ListSessionsRequest {
+                workspace_id: workspace_id.into(),
+            })
+            .await
+            .expect("list sessions")
+            .into_inner()
+    }
+
+    pub async fn count(
+        &mut self,
+        workspace_id: &str,
+        attached: &[&str],
+    ) -> pb::CountBackgroundSessionsResponse {
+        self.terminals
+            .count_background_sessions(pb::CountBackgroundSessionsRequest {
+                workspace_id: workspace_id.into(),
+                attached_session_ids: attached.iter().map(|id| id.to_string()).collect(),
+            })
+            .await
+            .expect("count")
+            .into_inner()
+    }
+}
+
+impl Drop for HostService {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A create request for `argv` in `workspace_id`.
+pub fn session_request(workspace_id: &str, argv: &[&str]) -> pb::CreateSessionRequest {
+    pb::CreateSessionRequest {
+        workspace_id: workspace_id.into(),
+        argv: argv.iter().map(|arg| arg.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+/// The ids in a list, in order.
+pub fn ids(list: &pb::ListSessionsResponse) -> Vec<&str> {
+    list.sessions
+        .iter()
+        .map(|s| s.session_id.as_str())
+        .collect()
+}
+
+/// Whether `path` exists (for readable assertions).
+pub fn exists(path: &Path) -> bool {
+    path.exists()
+}
