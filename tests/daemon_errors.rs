@@ -7,16 +7,6 @@ use holdfast::proto::daemon::v1 as pb;
 use support::*;
 use tonic::Code;
 
-fn expect_status<T: std::fmt::Debug>(result: Result<T, tonic::Status>, code: Code, needle: &str) {
-    let status = result.expect_err("the call must fail");
-    assert_eq!(status.code(), code, "message: {}", status.message());
-    assert!(
-        status.message().contains(needle),
-        "message {:?} should mention {needle:?}",
-        status.message()
-    );
-}
-
 #[tokio::test]
 async fn bad_input_gets_precise_statuses() {
     let daemon = Daemon::start().await;

@@ -309,6 +309,29 @@ async fn exited_sessions_are_dropped_after_the_retention_period() {
 }
 
 #[tokio::test]
+async fn watchers_are_told_of_every_exit() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let mut watch = client
+        .watch_sessions(pb::WatchSessionsRequest {})
+        .await
+        .expect("watch")
+        .into_inner();
+    let session = spawn(&mut client, &["sh", "-c", "exit 5"]).await;
+    let event = tokio::time::timeout(PATIENCE, watch.message())
+        .await
+        .expect("in time")
+        .expect("stream")
+        .expect("an event");
+    let Some(pb::watch_sessions_response::Event::Exited(exited)) = event.event else {
+        panic!("expected an exit, got {event:?}");
+    };
+    assert_eq!(exited.session_id, session.session_id);
+    assert_eq!(exited.exit_code, Some(5));
+    assert!(exited.exited_at.is_some());
+}
+
+#[tokio::test]
 async fn list_reports_every_session_and_the_daemon() {
     let daemon = Daemon::start().await;
     let mut client = daemon.client().await;

@@ -61,19 +61,10 @@ async fn background_sessions_survive_host_restarts_in_every_list() {
         .await
         .expect("dispose");
     // The OSC title has reached the daemon.
-    eventually("the OSC title", || {
-        let mut terminals = host.terminals.clone();
-        let workspace = workspace.clone();
-        async move {
-            let list = terminals
-                .list_sessions(pb::ListSessionsRequest {
-                    workspace_id: workspace,
-                })
-                .await
-                .ok()?
-                .into_inner();
-            (list.sessions.first()?.title == "agent: working").then_some(())
-        }
+    host.list_until("the OSC title", &workspace, |list| {
+        list.sessions
+            .first()
+            .is_some_and(|s| s.title == "agent: working")
     })
     .await;
     let daemon_pid = home
@@ -164,19 +155,8 @@ async fn background_sessions_survive_host_restarts_in_every_list() {
     let list = host.list(&workspace).await;
     assert!(list.sessions[0].attached);
     drop(stream);
-    eventually("the detach to register", || {
-        let mut terminals = host.terminals.clone();
-        let workspace = workspace.clone();
-        async move {
-            let list = terminals
-                .list_sessions(pb::ListSessionsRequest {
-                    workspace_id: workspace,
-                })
-                .await
-                .ok()?
-                .into_inner();
-            (!list.sessions.first()?.attached).then_some(())
-        }
+    host.list_until("the detach to register", &workspace, |list| {
+        list.sessions.first().is_some_and(|s| !s.attached)
     })
     .await;
 }
@@ -240,23 +220,31 @@ async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
     );
     assert!(started.elapsed() < Duration::from_secs(5));
 
+    // A host-service started while the daemon hangs waits for it: it
+    // neither replaces it nor counts its sessions as lost.
+    host.stop(Signal::KILL);
+    let mut host = home.start(&["--daemon-deadline-ms", "250"]).await;
+    let list = host.list(&workspace).await;
+    assert_eq!(list.source, pb::Source::MemoryOnly as i32);
+    assert!(list.sessions.is_empty(), "memory is empty after a restart");
+    eventually("the supervisor to recognise a hung daemon", || {
+        let log = host.log_text();
+        async move { log.contains("waiting for the pty-daemon").then_some(()) }
+    })
+    .await;
+
     rustix::process::kill_process(daemon, Signal::CONT).expect("SIGCONT");
-    eventually("a complete list again", || {
-        let mut terminals = host.terminals.clone();
-        let workspace = workspace.clone();
-        let id = session.session_id.clone();
-        async move {
-            let list = terminals
-                .list_sessions(pb::ListSessionsRequest {
-                    workspace_id: workspace,
-                })
-                .await
-                .ok()?
-                .into_inner();
-            (list.source == pb::Source::Complete as i32
-                && list.sessions.iter().any(|s| s.session_id == id))
-            .then_some(())
-        }
+    assert_eq!(
+        home.serving_daemon_pid().await,
+        Some(daemon.as_raw_nonzero().get()),
+        "the same daemon"
+    );
+    host.list_until("a complete list again", &workspace, |list| {
+        is_complete(list)
+            && list
+                .sessions
+                .iter()
+                .any(|s| s.session_id == session.session_id)
     })
     .await;
 }
@@ -278,20 +266,11 @@ async fn a_dead_daemon_is_relaunched_and_its_sessions_are_recorded_as_exited() {
     })
     .await;
     assert_ne!(second, first);
-    eventually("a complete list without the lost session", || {
-        let mut terminals = host.terminals.clone();
-        let workspace = workspace.clone();
-        async move {
-            let list = terminals
-                .list_sessions(pb::ListSessionsRequest {
-                    workspace_id: workspace,
-                })
-                .await
-                .ok()?
-                .into_inner();
-            (list.source == pb::Source::Complete as i32 && list.sessions.is_empty()).then_some(())
-        }
-    })
+    host.list_until(
+        "a complete list without the lost session",
+        &workspace,
+        |list| is_complete(list) && list.sessions.is_empty(),
+    )
     .await;
     // The lost session never comes back, even after a restart.
     host.stop(Signal::TERM);

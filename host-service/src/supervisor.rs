@@ -29,6 +29,18 @@ const LAUNCH_PATIENCE: Duration = Duration::from_secs(10);
 /// How often to look for a daemon after the breaker tripped.
 const GAVE_UP_PROBE_EVERY: Duration = Duration::from_secs(5);
 
+/// How long a probe waits for the daemon's answer.
+const PROBE_PATIENCE: Duration = Duration::from_secs(2);
+
+/// Why a probe found no serving daemon.
+#[derive(Debug)]
+enum Probe {
+    /// Nothing accepts connections on the socket: no daemon is running.
+    Unreachable(String),
+    /// A process holds the socket but does not answer (e.g. SIGSTOP).
+    Unresponsive(String),
+}
+
 /// What is known of the daemon.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DaemonState {
@@ -143,10 +155,19 @@ impl Supervisor {
 
     /// Reaches a daemon, launching one if none answers. Bounded.
     pub async fn ensure_daemon(&self) -> Result<daemon::DaemonInfo, String> {
-        if let Ok(info) = self.probe().await {
-            tracing::info!(socket = %self.socket.display(), pid = info.pid, version = %info.version, "adopted the running pty-daemon");
-            self.adopted(&info).await;
-            return Ok(info);
+        match self.probe().await {
+            Ok(info) => {
+                tracing::info!(socket = %self.socket.display(), pid = info.pid, version = %info.version, "adopted the running pty-daemon");
+                self.adopted(&info).await;
+                return Ok(info);
+            }
+            // Alive but stuck (stopped, overloaded): wait for it, never
+            // replace it, and never count its sessions as lost.
+            Err(Probe::Unresponsive(reason)) => {
+                self.set_state(DaemonState::Down(reason.clone())).await;
+                return Err(reason);
+            }
+            Err(Probe::Unreachable(_)) => {}
         }
         let Some(launcher) = &self.launcher else {
             let reason = format!("no pty-daemon answers at {}", self.socket.display());
@@ -165,7 +186,9 @@ impl Supervisor {
                     self.adopted(&info).await;
                     return Ok(info);
                 }
-                Err(error) if Instant::now() > deadline => {
+                Err(Probe::Unreachable(error) | Probe::Unresponsive(error))
+                    if Instant::now() > deadline =>
+                {
                     let reason = format!("a launched pty-daemon did not answer: {error}");
                     self.set_state(DaemonState::Down(reason.clone())).await;
                     return Err(reason);
@@ -187,20 +210,30 @@ impl Supervisor {
     }
 
     /// A fresh connection and a `List`, so a dead socket is noticed at once.
-    async fn probe(&self) -> Result<daemon::DaemonInfo, String> {
+    async fn probe(&self) -> Result<daemon::DaemonInfo, Probe> {
         let mut client = daemon_client::connect(&self.socket, Duration::from_secs(1))
             .await
-            .map_err(|error| error.to_string())?;
+            .map_err(|error| Probe::Unreachable(error.to_string()))?;
         let mut request = tonic::Request::new(daemon::ListRequest {});
-        request.set_timeout(Duration::from_secs(2));
-        let response = tokio::time::timeout(Duration::from_secs(2), client.list(request))
-            .await
-            .map_err(|_| "the pty-daemon did not answer within 2 s".to_owned())?
-            .map_err(|status| status.message().to_owned())?;
+        request.set_timeout(PROBE_PATIENCE);
+        let unresponsive = || {
+            Probe::Unresponsive(format!(
+                "the pty-daemon accepts connections but did not answer within {} s",
+                PROBE_PATIENCE.as_secs()
+            ))
+        };
+        let response = match tokio::time::timeout(PROBE_PATIENCE, client.list(request)).await {
+            Err(_) => return Err(unresponsive()),
+            Ok(Err(status)) if status.code() == tonic::Code::Cancelled => {
+                return Err(unresponsive());
+            }
+            Ok(Err(status)) => return Err(Probe::Unreachable(status.message().to_owned())),
+            Ok(Ok(response)) => response,
+        };
         response
             .into_inner()
             .daemon
-            .ok_or_else(|| "the pty-daemon did not identify itself".to_owned())
+            .ok_or_else(|| Probe::Unreachable("the pty-daemon did not identify itself".to_owned()))
     }
 
     async fn launch(&self, launcher: &Launcher) -> Result<(), String> {
@@ -239,11 +272,21 @@ impl Supervisor {
             if matches!(self.health.state(), DaemonState::Up { .. }) {
                 self.follow_exits().await;
             }
-            // The watch ended: the daemon restarted, died, or the link broke.
-            if let Ok(info) = self.probe().await {
-                self.adopted(&info).await;
-                self.reaper.pass_logged().await;
-                continue;
+            // The watch ended (the daemon restarted, died, or the link
+            // broke), or the daemon was not up to begin with.
+            match self.probe().await {
+                Ok(info) => {
+                    self.adopted(&info).await;
+                    self.reaper.pass_logged().await;
+                    continue;
+                }
+                Err(Probe::Unresponsive(reason)) => {
+                    tracing::warn!(%reason, "waiting for the pty-daemon");
+                    self.set_state(DaemonState::Down(reason)).await;
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+                Err(Probe::Unreachable(_)) => {}
             }
             self.daemon_died().await;
             if self.breaker_tripped() {

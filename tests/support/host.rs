@@ -184,6 +184,27 @@ impl HostService {
             .into_inner()
     }
 
+    /// Polls `ListSessions` until `accept` holds for the answer.
+    pub async fn list_until(
+        &self,
+        what: &str,
+        workspace_id: &str,
+        accept: impl Fn(&pb::ListSessionsResponse) -> bool,
+    ) -> pb::ListSessionsResponse {
+        let accept = &accept;
+        eventually(what, || {
+            let mut terminals = self.terminals.clone();
+            let request = pb::ListSessionsRequest {
+                workspace_id: workspace_id.into(),
+            };
+            async move {
+                let list = terminals.list_sessions(request).await.ok()?.into_inner();
+                accept(&list).then_some(list)
+            }
+        })
+        .await
+    }
+
     pub async fn count(
         &mut self,
         workspace_id: &str,
@@ -216,6 +237,11 @@ pub fn session_request(workspace_id: &str, argv: &[&str]) -> pb::CreateSessionRe
         argv: argv.iter().map(|arg| arg.to_string()).collect(),
         ..Default::default()
     }
+}
+
+/// Whether the daemon answered the list.
+pub fn is_complete(list: &pb::ListSessionsResponse) -> bool {
+    list.source == pb::Source::Complete as i32
 }
 
 /// The ids in a list, in order.

@@ -50,6 +50,32 @@ where
     }
 }
 
+/// Asserts that a call failed with `code` and a message mentioning `needle`.
+pub fn expect_status<T: std::fmt::Debug>(
+    result: Result<T, tonic::Status>,
+    code: tonic::Code,
+    needle: &str,
+) {
+    let status = result.expect_err("the call must fail");
+    assert_eq!(status.code(), code, "message: {}", status.message());
+    assert!(
+        status.message().contains(needle),
+        "message {:?} should mention {needle:?}",
+        status.message()
+    );
+}
+
+/// Waits until no process has this pid (exited and reaped).
+pub async fn process_gone(pid: u32) {
+    eventually("the process to be gone", || async move {
+        let pid = rustix::process::Pid::from_raw(pid as i32).expect("pid");
+        rustix::process::test_kill_process(pid)
+            .is_err()
+            .then_some(())
+    })
+    .await;
+}
+
 /// A pty-daemon serving in the foreground on a socket in its own temp dir;
 /// stopped with SIGTERM (then SIGKILL) on drop.
 pub struct Daemon {

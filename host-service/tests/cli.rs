@@ -1,0 +1,71 @@
+//! The host-service's command line. (Being an integration test of this
+//! package also makes `cargo test` build the binary the root `tests/` start.)
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+fn host_service() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_host-service"))
+}
+
+#[test]
+fn version_matches_the_workspace() {
+    let output = host_service().arg("--version").output().expect("run");
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        format!("host-service {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn run_as_pty_daemon_it_is_the_daemon() {
+    let output = host_service()
+        .arg0("pty-daemon")
+        .arg("--version")
+        .output()
+        .expect("run");
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        format!("pty-daemon {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn other_databases_are_refused_with_a_reason() {
+    let output = host_service()
+        .args([
+            "--database-url",
+            "postgres://localhost/holdfast",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unsupported database URL"));
+}
+
+#[test]
+fn a_taken_port_fails_with_its_address() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = taken.local_addr().expect("address").to_string();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = host_service()
+        .args([
+            "--listen",
+            &address,
+            "--no-launch-daemon",
+            "--daemon-socket",
+        ])
+        .arg(dir.path().join("ptyd.sock"))
+        .arg("--database-url")
+        .arg(dir.path().join("db"))
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains(&format!("cannot listen on {address}"))
+    );
+}

@@ -1,0 +1,438 @@
+//! The host API end to end: workspaces, disposal, bad input, the reaper,
+//! grpc-web and health, against the real host-service and daemon.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use holdfast::proto::host::v1 as pb;
+use support::host::*;
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tonic::Code;
+
+#[tokio::test]
+async fn bad_input_gets_precise_statuses() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("errors").await.workspace_id;
+    let live = host
+        .create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+    let unknown = uuid_like();
+    let t = &mut host.terminals;
+    let w = &mut host.workspaces;
+
+    expect_status(
+        w.create_workspace(pb::CreateWorkspaceRequest { name: " ".into() })
+            .await,
+        Code::InvalidArgument,
+        "name is required",
+    );
+    expect_status(
+        w.create_workspace(pb::CreateWorkspaceRequest {
+            name: "x".repeat(201),
+        })
+        .await,
+        Code::InvalidArgument,
+        "limit is 200",
+    );
+    expect_status(
+        w.close_workspace(pb::CloseWorkspaceRequest {
+            workspace_id: unknown.clone(),
+        })
+        .await,
+        Code::NotFound,
+        &unknown,
+    );
+    expect_status(
+        t.list_sessions(pb::ListSessionsRequest {
+            workspace_id: String::new(),
+        })
+        .await,
+        Code::InvalidArgument,
+        "workspace_id is required",
+    );
+    expect_status(
+        t.list_sessions(pb::ListSessionsRequest {
+            workspace_id: "../etc".into(),
+        })
+        .await,
+        Code::InvalidArgument,
+        "not a valid id",
+    );
+    expect_status(
+        t.list_sessions(pb::ListSessionsRequest {
+            workspace_id: unknown.clone(),
+        })
+        .await,
+        Code::NotFound,
+        "no workspace",
+    );
+    expect_status(
+        t.count_background_sessions(pb::CountBackgroundSessionsRequest {
+            workspace_id: unknown.clone(),
+            ..Default::default()
+        })
+        .await,
+        Code::NotFound,
+        "no workspace",
+    );
+    expect_status(
+        t.count_background_sessions(pb::CountBackgroundSessionsRequest {
+            workspace_id: workspace.clone(),
+            attached_session_ids: vec![String::new(); 10_001],
+        })
+        .await,
+        Code::InvalidArgument,
+        "limit is 10000",
+    );
+    expect_status(
+        t.create_session(session_request(&unknown, &["true"])).await,
+        Code::NotFound,
+        "no workspace",
+    );
+    let mut huge = session_request(&workspace, &["true"]);
+    huge.cols = 10_001;
+    expect_status(
+        t.create_session(huge).await,
+        Code::InvalidArgument,
+        "cols must be between 1 and 10000",
+    );
+    expect_status(
+        t.create_session(session_request(&workspace, &["no-such-program-x"]))
+            .await,
+        Code::NotFound,
+        "no-such-program-x",
+    );
+    let mut bad_cwd = session_request(&workspace, &["true"]);
+    bad_cwd.cwd = "/no/such/dir".into();
+    expect_status(
+        t.create_session(bad_cwd).await,
+        Code::NotFound,
+        "/no/such/dir",
+    );
+    expect_status(
+        t.write_input(pb::WriteInputRequest {
+            session_id: unknown.clone(),
+            data: "x".into(),
+        })
+        .await,
+        Code::NotFound,
+        "no session",
+    );
+    expect_status(
+        t.write_input(pb::WriteInputRequest {
+            session_id: "nope".into(),
+            data: "x".into(),
+        })
+        .await,
+        Code::InvalidArgument,
+        "not a valid id",
+    );
+    expect_status(
+        t.write_input(pb::WriteInputRequest {
+            session_id: live.session_id.clone(),
+            data: vec![0; (1 << 20) + 1].into(),
+        })
+        .await,
+        Code::InvalidArgument,
+        "at most 1048576",
+    );
+    expect_status(
+        t.resize_session(pb::ResizeSessionRequest {
+            session_id: live.session_id.clone(),
+            cols: 80,
+            rows: 0,
+        })
+        .await,
+        Code::InvalidArgument,
+        "rows",
+    );
+    expect_status(
+        t.attach_session(pb::AttachSessionRequest {
+            session_id: unknown.clone(),
+            from_offset: None,
+        })
+        .await,
+        Code::NotFound,
+        "no session",
+    );
+    expect_status(
+        t.dispose_session(pb::DisposeSessionRequest {
+            session_id: unknown,
+        })
+        .await,
+        Code::NotFound,
+        "no session",
+    );
+
+    // Failed creations leave nothing behind; the live session is untouched.
+    let list = host.list(&workspace).await;
+    assert_eq!(ids(&list), vec![live.session_id.as_str()]);
+}
+
+fn uuid_like() -> String {
+    "00000000-0000-4000-8000-000000000000".into()
+}
+
+#[tokio::test]
+async fn dispose_stamps_once_kills_and_hides_for_good() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("dispose").await.workspace_id;
+    let session = host
+        .create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+    let dispose = pb::DisposeSessionRequest {
+        session_id: session.session_id.clone(),
+    };
+    let first = host
+        .terminals
+        .dispose_session(dispose.clone())
+        .await
+        .expect("dispose")
+        .into_inner();
+    let second = host
+        .terminals
+        .dispose_session(dispose)
+        .await
+        .expect("disposing twice is fine")
+        .into_inner();
+    assert_eq!(
+        first.dispose_requested_at, second.dispose_requested_at,
+        "the first stamp wins"
+    );
+    assert!(host.list(&workspace).await.sessions.is_empty());
+    process_gone(session.pid).await;
+    expect_status(
+        host.terminals
+            .attach_session(pb::AttachSessionRequest {
+                session_id: session.session_id.clone(),
+                from_offset: None,
+            })
+            .await,
+        Code::NotFound,
+        "disposed",
+    );
+}
+
+#[tokio::test]
+async fn closing_a_workspace_disposes_its_sessions_and_refuses_new_ones() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("closing").await.workspace_id;
+    let other = host.create_workspace("other").await.workspace_id;
+    let shown = host
+        .create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+    let mut hidden = session_request(&workspace, &["sleep", "1000"]);
+    hidden.listed = Some(false);
+    let hidden = host.create_session(hidden).await;
+    let elsewhere = host
+        .create_session(session_request(&other, &["sleep", "1000"]))
+        .await;
+
+    let closed = host
+        .workspaces
+        .close_workspace(pb::CloseWorkspaceRequest {
+            workspace_id: workspace.clone(),
+        })
+        .await
+        .expect("close")
+        .into_inner();
+    assert_eq!(closed.stamped, 2);
+    assert!(closed.workspace.expect("workspace").closed_at.is_some());
+    process_gone(shown.pid).await;
+    process_gone(hidden.pid).await;
+    assert!(host.list(&workspace).await.sessions.is_empty());
+    assert_eq!(
+        ids(&host.list(&other).await),
+        vec![elsewhere.session_id.as_str()]
+    );
+    expect_status(
+        host.terminals
+            .create_session(session_request(&workspace, &["true"]))
+            .await,
+        Code::FailedPrecondition,
+        "is closed",
+    );
+    // Closing again stamps nothing.
+    let again = host
+        .workspaces
+        .close_workspace(pb::CloseWorkspaceRequest {
+            workspace_id: workspace,
+        })
+        .await
+        .expect("close again");
+    assert_eq!(again.into_inner().stamped, 0);
+    let listed = host
+        .workspaces
+        .list_workspaces(pb::ListWorkspacesRequest {})
+        .await
+        .expect("list")
+        .into_inner();
+    assert_eq!(
+        listed
+            .workspaces
+            .iter()
+            .map(|w| w.name.as_str())
+            .collect::<Vec<_>>(),
+        vec!["closing", "other"]
+    );
+}
+
+#[tokio::test]
+async fn the_reaper_kills_orphans_but_never_active_sessions() {
+    let home = HostHome::new();
+    let mut host = home.start(&["--reap-interval-secs", "1"]).await;
+    let workspace = host.create_workspace("reaper").await.workspace_id;
+    let kept = host
+        .create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+    // A session started on the daemon behind the host's back has no row.
+    let mut client = holdfast::daemon_client::connect(&home.socket(), Duration::from_secs(5))
+        .await
+        .expect("daemon");
+    let orphan = spawn(&mut client, &["sleep", "1000"]).await;
+    let reaped = exited(&client, &orphan.session_id).await;
+    assert_eq!(reaped.signal, Some(1), "killed with SIGHUP");
+    let listed = find(&mut client, &kept.session_id)
+        .await
+        .expect("kept session");
+    assert!(listed.alive, "the reaper never kills an active session");
+    assert_eq!(
+        ids(&host.list(&workspace).await),
+        vec![kept.session_id.as_str()]
+    );
+}
+
+#[tokio::test]
+async fn an_exit_is_recorded_and_the_session_leaves_the_list() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("exits").await.workspace_id;
+    let session = host
+        .create_session(session_request(
+            &workspace,
+            &["sh", "-c", "read line; exit 7"],
+        ))
+        .await;
+    assert_eq!(
+        ids(&host.list(&workspace).await),
+        vec![session.session_id.as_str()]
+    );
+    host.terminals
+        .write_input(pb::WriteInputRequest {
+            session_id: session.session_id.clone(),
+            data: "go\n".into(),
+        })
+        .await
+        .expect("write");
+    host.list_until("the exited session to leave the list", &workspace, |list| {
+        list.sessions.is_empty()
+    })
+    .await;
+    // Its output can still be replayed, ending with the exit code.
+    let mut stream = host
+        .terminals
+        .attach_session(pb::AttachSessionRequest {
+            session_id: session.session_id.clone(),
+            from_offset: Some(0),
+        })
+        .await
+        .expect("attach")
+        .into_inner();
+    let mut exit = None;
+    while let Some(message) = tokio::time::timeout(PATIENCE, stream.message())
+        .await
+        .expect("in time")
+        .expect("stream")
+    {
+        if let Some(pb::attach_session_response::Event::Exited(exited)) = message.event {
+            exit = Some(exited);
+        }
+    }
+    assert_eq!(exit.and_then(|e| e.exit_code), Some(7));
+}
+
+#[tokio::test]
+async fn the_database_is_owner_only() {
+    let home = HostHome::new();
+    let _host = home.start(&[]).await;
+    let mode = |path: &std::path::Path| {
+        std::fs::metadata(path).expect("stat").permissions().mode() & 0o777
+    };
+    assert_eq!(mode(&home.database()), 0o600);
+    assert_eq!(mode(home.database().parent().expect("dir")), 0o700);
+}
+
+/// One grpc-web call over plain HTTP/1.1, as a browser would send it.
+async fn grpc_web_call(address: &str, origin: &str) -> String {
+    let authority = address.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(authority)
+        .await
+        .expect("connect");
+    // An empty ListWorkspacesRequest: flag 0, length 0.
+    let body = [0u8, 0, 0, 0, 0];
+    let head = format!(
+        "POST /holdfast.host.v1.WorkspaceService/ListWorkspaces HTTP/1.1\r\nHost: {authority}\r\nOrigin: {origin}\r\nContent-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.expect("write");
+    stream.write_all(&body).await.expect("write");
+    let mut response = Vec::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut response))
+        .await
+        .expect("in time")
+        .expect("read");
+    String::from_utf8_lossy(&response).to_ascii_lowercase()
+}
+
+#[tokio::test]
+async fn grpc_web_answers_local_pages_and_health_reports_the_daemon() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let local = grpc_web_call(&host.address, "http://localhost:5173").await;
+    assert!(local.starts_with("http/1.1 200"), "{local}");
+    assert!(
+        local.contains("access-control-allow-origin: http://localhost:5173"),
+        "{local}"
+    );
+    assert!(
+        local.contains("grpc-status:0"),
+        "the trailer frame reports success: {local}"
+    );
+    let foreign = grpc_web_call(&host.address, "http://evil.example").await;
+    assert!(
+        !foreign.contains("access-control-allow-origin"),
+        "a foreign page gets no CORS grant: {foreign}"
+    );
+
+    let channel = tonic::transport::Channel::from_shared(host.address.clone())
+        .expect("uri")
+        .connect()
+        .await
+        .expect("connect");
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    for service in [
+        "holdfast.host.v1.TerminalService",
+        "holdfast.host.v1.WorkspaceService",
+        "holdfast.daemon.v1.PtyDaemon",
+    ] {
+        let status = health
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .expect("health")
+            .into_inner()
+            .status;
+        assert_eq!(
+            status,
+            tonic_health::pb::health_check_response::ServingStatus::Serving as i32,
+            "{service}"
+        );
+    }
+}
