@@ -31,7 +31,11 @@ pub enum ConnectError {
 /// The URI is a placeholder: HTTP/2 servers reject a socket path as
 /// `:authority`, so requests carry `localhost`.
 fn endpoint() -> Endpoint {
+    // Wide HTTP/2 windows, so a large List or an output burst is not paced
+    // by WINDOW_UPDATE round trips.
     Endpoint::from_static("http://localhost")
+        .initial_stream_window_size(4 << 20)
+        .initial_connection_window_size(16 << 20)
 }
 
 fn connector(

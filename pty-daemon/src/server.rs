@@ -29,6 +29,11 @@ use crate::validate;
 /// message rather than by the transport.
 const MAX_REQUEST_BYTES: usize = 16 << 20;
 
+/// HTTP/2 flow-control window per stream.
+const STREAM_WINDOW_BYTES: u32 = 4 << 20;
+/// HTTP/2 flow-control window per connection.
+const CONNECTION_WINDOW_BYTES: u32 = 16 << 20;
+
 /// The `PtyDaemon` implementation.
 pub struct DaemonService {
     registry: Arc<Registry>,
@@ -280,6 +285,10 @@ pub async fn serve(
         .expect("the embedded descriptor set is valid");
     let uid = rustix::process::getuid().as_raw();
     tonic::transport::Server::builder()
+        // Wide HTTP/2 windows: a List of a thousand sessions or a burst of
+        // output goes out without waiting on WINDOW_UPDATE round trips.
+        .initial_stream_window_size(Some(STREAM_WINDOW_BYTES))
+        .initial_connection_window_size(Some(CONNECTION_WINDOW_BYTES))
         .layer(PeerAuthLayer::new(uid))
         .add_service(PtyDaemonServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES))
         .add_service(health_service)
