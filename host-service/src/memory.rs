@@ -33,6 +33,7 @@ pub struct MemorySession {
 
 #[derive(Default)]
 struct Inner {
+    /// Live sessions, and exited ones while something is still attached.
     sessions: HashMap<String, MemorySession>,
     /// Sessions whose creation is under way: rowed but maybe not yet spawned.
     creating: HashSet<String>,
@@ -102,17 +103,25 @@ impl Memory {
     }
 
     /// Records an exit.
+    /// An exited session is forgotten once nothing is attached to it, so
+    /// memory holds live sessions only, however long the process runs.
     pub fn mark_exited(&self, session_id: &str, code: Option<i32>, signal: Option<i32>) {
-        if let Some(session) = self.inner().sessions.get_mut(session_id) {
+        let mut inner = self.inner();
+        if let Some(session) = inner.sessions.get_mut(session_id) {
             session.exit = Some((code, signal));
+            if session.attachments == 0 {
+                inner.sessions.remove(session_id);
+            }
         }
     }
 
     /// Records that every registered session died (its daemon died).
     pub fn mark_all_exited(&self) {
-        for session in self.inner().sessions.values_mut() {
+        let mut inner = self.inner();
+        for session in inner.sessions.values_mut() {
             session.exit.get_or_insert((None, None));
         }
+        inner.sessions.retain(|_, session| session.attachments > 0);
     }
 
     /// Refreshes what the daemon last said of a session.
@@ -147,8 +156,59 @@ pub struct AttachGuard {
 
 impl Drop for AttachGuard {
     fn drop(&mut self) {
-        if let Some(session) = self.memory.inner().sessions.get_mut(&self.session_id) {
+        let mut inner = self.memory.inner();
+        if let Some(session) = inner.sessions.get_mut(&self.session_id) {
             session.attachments = session.attachments.saturating_sub(1);
+            if session.attachments == 0 && session.exit.is_some() {
+                inner.sessions.remove(&self.session_id);
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(id: &str) -> MemorySession {
+        MemorySession {
+            session_id: id.into(),
+            workspace_id: "w".into(),
+            listed: true,
+            title: String::new(),
+            pid: 1,
+            cols: 80,
+            rows: 24,
+            created_at: SystemTime::now(),
+            attachments: 0,
+            exit: None,
+        }
+    }
+
+    #[test]
+    fn exited_sessions_are_forgotten_once_detached() {
+        let memory = Arc::new(Memory::default());
+        memory.adopt(session("a"));
+        memory.adopt(session("b"));
+        let attached = memory.attach("b");
+        memory.mark_exited("a", Some(0), None);
+        memory.mark_exited("b", None, Some(9));
+        assert!(!memory.contains("a"), "nothing attached: forgotten at once");
+        assert!(memory.contains("b"), "kept while its stream is open");
+        drop(attached);
+        assert!(!memory.contains("b"));
+    }
+
+    #[test]
+    fn attachments_are_counted_per_stream() {
+        let memory = Arc::new(Memory::default());
+        memory.adopt(session("a"));
+        let first = memory.attach("a");
+        let second = memory.attach("a");
+        assert_eq!(memory.snapshot("w")[0].attachments, 2);
+        drop(first);
+        assert_eq!(memory.snapshot("w")[0].attachments, 1);
+        drop(second);
+        assert_eq!(memory.snapshot("w")[0].attachments, 0);
     }
 }
