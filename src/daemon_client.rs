@@ -51,7 +51,19 @@ fn connector(
     let path = path.to_path_buf();
     tower::service_fn(move |_: tonic::transport::Uri| {
         let path = path.clone();
-        async move { UnixStream::connect(path).await.map(TokioIo::new) }
+        async move {
+            let stream = UnixStream::connect(path).await?;
+            // Only a daemon of our own user may see our keystrokes.
+            let peer = stream.peer_cred()?.uid();
+            let uid = rustix::process::getuid().as_raw();
+            if peer != uid {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    format!("the socket is served by uid {peer}, not by this user (uid {uid})"),
+                ));
+            }
+            Ok(TokioIo::new(stream))
+        }
     })
 }
 

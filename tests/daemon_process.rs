@@ -24,6 +24,45 @@ async fn socket_is_0600_in_a_0700_directory() {
 }
 
 #[tokio::test]
+async fn the_open_file_limit_is_raised_for_thousands_of_sessions() {
+    let daemon = Daemon::start().await;
+    let limits =
+        std::fs::read_to_string(format!("/proc/{}/limits", daemon.child.id())).expect("limits");
+    let line = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .expect("a Max open files line");
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    // "Max open files <soft> <hard> files"
+    assert_eq!(
+        fields[3], fields[4],
+        "soft limit raised to the hard limit: {line}"
+    );
+}
+
+#[tokio::test]
+async fn a_socket_directory_another_user_owns_is_refused() {
+    if !rustix::process::getuid().is_root() {
+        eprintln!("skipped: needs root to make a directory owned by `nobody`");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let theirs = dir.path().join("theirs");
+    std::fs::create_dir(&theirs).expect("mkdir");
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).expect("chown");
+    let output = Command::new(binary("pty-daemon"))
+        .arg("--socket")
+        .arg(theirs.join("ptyd.sock"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("another user owns"), "stderr: {stderr}");
+    assert!(!theirs.join("ptyd.sock").exists());
+}
+
+#[tokio::test]
 async fn a_second_daemon_on_the_same_socket_is_refused() {
     let daemon = Daemon::start().await;
     let output = Command::new(binary("pty-daemon"))
@@ -265,15 +304,62 @@ async fn health_and_reflection_are_served() {
 async fn peer_helper() {
     let socket = std::env::var_os("HOLDFAST_TEST_PEER_SOCKET")
         .expect("run by a_client_with_another_uid_is_refused");
-    let outcome =
-        match daemon_client::connect(std::path::Path::new(&socket), Duration::from_secs(5)).await {
-            Err(error) => format!("connect-error: {error}"),
-            Ok(mut client) => match client.list(pb::ListRequest {}).await {
+    let socket = std::path::PathBuf::from(socket);
+    // A bare connection, as any program could make, to see what the
+    // daemon answers; our own client checks the daemon's uid first.
+    let raw = tonic::transport::Endpoint::from_static("http://localhost")
+        .connect_with_connector(tower::service_fn({
+            let socket = socket.clone();
+            move |_| {
+                let socket = socket.clone();
+                async move {
+                    tokio::net::UnixStream::connect(socket)
+                        .await
+                        .map(hyper_util::rt::TokioIo::new)
+                }
+            }
+        }))
+        .await;
+    let outcome = match raw {
+        Err(error) => format!("connect-error: {error}"),
+        Ok(channel) => {
+            match holdfast::proto::daemon::v1::pty_daemon_client::PtyDaemonClient::new(channel)
+                .list(pb::ListRequest {})
+                .await
+            {
                 Ok(_) => "allowed".to_owned(),
                 Err(status) => format!("status: {:?}: {}", status.code(), status.message()),
-            },
-        };
+            }
+        }
+    };
     println!("PEER-OUTCOME {outcome}");
+    let client = match daemon_client::connect(&socket, Duration::from_secs(5)).await {
+        Err(error) => format!("refused: {:?}", anyhow_chain(&error)),
+        Ok(_) => "connected".to_owned(),
+    };
+    println!("CLIENT-OUTCOME {client}");
+}
+
+fn joined_outcome(stdout: &str) -> String {
+    stdout
+        .lines()
+        .filter_map(|line| {
+            line.strip_prefix("PEER-OUTCOME ")
+                .or_else(|| line.strip_prefix("CLIENT-OUTCOME "))
+        })
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+fn anyhow_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 #[tokio::test]
@@ -300,9 +386,8 @@ async fn a_client_with_another_uid_is_refused() {
             .output()
             .expect("run the helper as nobody");
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        stdout
-            .lines()
-            .find_map(|line| line.strip_prefix("PEER-OUTCOME ").map(str::to_owned))
+        Some(joined_outcome(&stdout))
+            .filter(|joined| !joined.is_empty())
             .unwrap_or_else(|| {
                 panic!(
                     "helper printed no outcome: {stdout} {}",
@@ -333,5 +418,10 @@ async fn a_client_with_another_uid_is_refused() {
     assert!(
         outcome.contains("uid 65534"),
         "the message names the caller: {outcome}"
+    );
+    // And our client will not talk to a daemon of another user at all.
+    assert!(
+        outcome.contains("refused") && outcome.contains("served by uid 0"),
+        "got {outcome}"
     );
 }

@@ -115,7 +115,9 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         health: supervisor.health(),
         deadline: config.daemon_deadline,
     };
-    let host = Host::new(live, config.operation_timeout);
+    let streams =
+        holdfast::daemon_client::connect_lazy(&config.daemon_socket, config.operation_timeout);
+    let host = Host::new(live, streams, config.operation_timeout);
     reporter.set_serving::<WorkspaceServiceServer<Host>>().await;
     reporter.set_serving::<TerminalServiceServer<Host>>().await;
     let supervising = tokio::spawn(Arc::clone(&supervisor).run());

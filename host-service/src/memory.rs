@@ -37,6 +37,8 @@ struct Inner {
     sessions: HashMap<String, MemorySession>,
     /// Sessions whose creation is under way: rowed but maybe not yet spawned.
     creating: HashSet<String>,
+    /// Sessions that exited before their creation finished registering.
+    exited_while_creating: HashSet<String>,
 }
 
 /// The in-memory session map.
@@ -63,9 +65,15 @@ impl Memory {
     pub fn finish_create(&self, session_id: &str, session: Option<MemorySession>) {
         let mut inner = self.inner();
         inner.creating.remove(session_id);
-        if let Some(session) = session {
+        let exited = inner.exited_while_creating.remove(session_id);
+        if let Some(session) = session.filter(|_| !exited) {
             inner.sessions.insert(session.session_id.clone(), session);
         }
+    }
+
+    /// The sessions whose creation is under way now.
+    pub fn creating(&self) -> HashSet<String> {
+        self.inner().creating.clone()
     }
 
     /// Whether a creation of this session is under way.
@@ -107,6 +115,9 @@ impl Memory {
     /// memory holds live sessions only, however long the process runs.
     pub fn mark_exited(&self, session_id: &str, code: Option<i32>, signal: Option<i32>) {
         let mut inner = self.inner();
+        if inner.creating.contains(session_id) {
+            inner.exited_while_creating.insert(session_id.to_owned());
+        }
         if let Some(session) = inner.sessions.get_mut(session_id) {
             session.exit = Some((code, signal));
             if session.attachments == 0 {
@@ -197,6 +208,16 @@ mod tests {
         assert!(memory.contains("b"), "kept while its stream is open");
         drop(attached);
         assert!(!memory.contains("b"));
+    }
+
+    #[test]
+    fn a_session_that_exits_while_being_created_is_never_registered() {
+        let memory = Memory::default();
+        memory.begin_create("quick");
+        memory.mark_exited("quick", Some(0), None);
+        memory.finish_create("quick", Some(session("quick")));
+        assert!(!memory.contains("quick"));
+        assert!(!memory.is_creating("quick"));
     }
 
     #[test]

@@ -70,6 +70,10 @@ impl Reaper {
         // Rows first, then the daemon: a session created in between has a
         // row the snapshot lacks, and is re-checked before it is killed.
         let rows = self.store.unsettled_sessions().await?;
+        // Creations under way when the rows were read: their spawn may land
+        // after the daemon's answer below, so neither loop may judge them.
+        let creating = self.memory.creating();
+        let in_creation = |id: &str| creating.contains(id) || self.memory.is_creating(id);
         let mut client = self.daemon.clone();
         let mut request = tonic::Request::new(daemon::ListRequest {});
         request.set_timeout(DAEMON_PATIENCE);
@@ -89,14 +93,15 @@ impl Reaper {
 
         for session in sessions.iter().filter(|session| session.alive) {
             let id = session.session_id.as_str();
-            if self.memory.is_creating(id) {
+            if in_creation(id) {
                 continue;
             }
             let stamped = match rows_by_id.get(id) {
-                Some(row) => row.is_stamped() || row.status() != Status::Active,
+                // Only a stamp condemns a session with a row.
+                Some(row) => row.is_stamped(),
                 // Not in the snapshot: settled (disposed) or truly no row.
                 None => match self.store.session(id).await? {
-                    Some(row) => row.is_stamped() || row.status() != Status::Active,
+                    Some(row) => row.is_stamped() || row.status() == Status::Disposed,
                     None => {
                         tracing::info!(
                             session_id = id,
@@ -116,7 +121,7 @@ impl Reaper {
         }
 
         for row in &rows {
-            if self.memory.is_creating(&row.id) {
+            if in_creation(&row.id) {
                 continue;
             }
             let session = daemon_by_id.get(row.id.as_str());

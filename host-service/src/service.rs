@@ -17,7 +17,7 @@ use tonic::{Request, Response, Status};
 use crate::error::{Error, Result};
 use crate::live_sessions::{LiveSession, LiveSessionView, LiveSessions, Source};
 use crate::memory::{Memory, MemorySession};
-use crate::store::{self, SessionRow, Status as RowStatus, Store, WorkspaceRow};
+use crate::store::{self, Insert, SessionRow, Status as RowStatus, Store, WorkspaceRow};
 use crate::validate;
 
 /// Default terminal size when a request leaves it at zero.
@@ -31,6 +31,10 @@ pub struct Host {
     store: Store,
     memory: Arc<Memory>,
     daemon: DaemonClient,
+    /// A separate connection for attach streams, so clients that stop
+    /// reading cannot exhaust the flow-control window that lists, writes
+    /// and kills share.
+    streams: DaemonClient,
     live: LiveSessionView,
     /// Bound on daemon calls other than listing (spawn, write, kill...).
     operation_timeout: Duration,
@@ -38,8 +42,9 @@ pub struct Host {
 
 impl Host {
     /// The services over these parts.
-    pub fn new(live: LiveSessionView, operation_timeout: Duration) -> Self {
+    pub fn new(live: LiveSessionView, streams: DaemonClient, operation_timeout: Duration) -> Self {
         Self {
+            streams,
             store: live.store.clone(),
             memory: Arc::clone(&live.memory),
             daemon: live.daemon.clone(),
@@ -281,10 +286,6 @@ impl TerminalService for Host {
         let title = request.title.unwrap_or_default();
         validate::text("title", &title, false)?;
         let listed = request.listed.unwrap_or(true);
-        let workspace = self.open_workspace(&workspace_id).await?;
-        if workspace.closed_at.is_some() {
-            return Err(Error::WorkspaceClosed(workspace_id).into());
-        }
 
         let session_id = uuid::Uuid::new_v4().to_string();
         let created_at = SystemTime::now();
@@ -306,9 +307,15 @@ impl TerminalService for Host {
         // Row first, so the daemon never holds a session the database does
         // not know; the reaper leaves it alone until it is registered.
         self.memory.begin_create(&session_id);
-        if let Err(error) = self.store.insert_session(row).await {
+        let refused = match self.store.insert_session(row).await {
+            Ok(Insert::Done) => None,
+            Ok(Insert::NoWorkspace) => Some(Error::WorkspaceNotFound(workspace_id.clone())),
+            Ok(Insert::WorkspaceClosed) => Some(Error::WorkspaceClosed(workspace_id.clone())),
+            Err(error) => Some(Error::from(error)),
+        };
+        if let Some(error) = refused {
             self.memory.finish_create(&session_id, None);
-            return Err(Error::from(error).into());
+            return Err(error.into());
         }
         let mut client = self.daemon.clone();
         let spawn = self.request(daemon::SpawnRequest {
@@ -330,9 +337,29 @@ impl TerminalService for Host {
                 return Err(error.into());
             }
         };
+        // Closed (or disposed) while it was starting: it never becomes
+        // visible; the stamp makes the reaper's kill stick if this one fails.
+        let stamped = match self.store.session(&session_id).await {
+            Ok(row) => row.is_none_or(|row| row.is_stamped()),
+            Err(error) => {
+                tracing::error!(%session_id, %error, "re-reading a new session failed");
+                false
+            }
+        };
+        if stamped {
+            self.memory.finish_create(&session_id, None);
+            let kill = self.request(daemon::KillRequest {
+                session_id: session_id.clone(),
+                ..Default::default()
+            });
+            if let Err(error) = self.daemon_call("kill", client.kill(kill)).await {
+                tracing::warn!(%session_id, %error, "killing a session of a closed workspace failed; the reaper will retry");
+            }
+            return Err(Error::WorkspaceClosed(workspace_id).into());
+        }
         self.memory.finish_create(
             &session_id,
-            Some(MemorySession {
+            spawned.alive.then(|| MemorySession {
                 session_id: session_id.clone(),
                 workspace_id: workspace_id.clone(),
                 listed,
@@ -412,7 +439,7 @@ impl TerminalService for Host {
         let request = request.into_inner();
         let session_id = validate::id("session_id", &request.session_id)?.to_owned();
         let restored = self.usable(&session_id).await?;
-        let mut client = self.daemon.clone();
+        let mut client = self.streams.clone();
         let attach = daemon::AttachRequest {
             session_id: session_id.clone(),
             from_offset: request.from_offset,

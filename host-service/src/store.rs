@@ -137,6 +137,17 @@ impl SessionRow {
     }
 }
 
+/// What became of a session insert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Insert {
+    /// The row is recorded.
+    Done,
+    /// No workspace has that id.
+    NoWorkspace,
+    /// The workspace is closed.
+    WorkspaceClosed,
+}
+
 /// How a session ended, to record.
 #[derive(Debug, Clone, Copy)]
 pub struct Ending {
@@ -318,13 +329,26 @@ impl Store {
         .await
     }
 
-    /// Records a new session row.
-    pub async fn insert_session(&self, row: SessionRow) -> Result<()> {
+    /// Records a new session row, in the same transaction as the check
+    /// that its workspace exists and is open, so a concurrent close either
+    /// sees and stamps the row or refuses it.
+    pub async fn insert_session(&self, row: SessionRow) -> Result<Insert> {
         self.run("recording a session", move |conn| {
-            diesel::insert_into(terminal_sessions::table)
-                .values(&row)
-                .execute(conn)
-                .map(|_| ())
+            conn.immediate_transaction(|conn| {
+                let closed_at: Option<Option<i64>> = workspaces::table
+                    .find(&row.workspace_id)
+                    .select(workspaces::closed_at)
+                    .first(conn)
+                    .optional()?;
+                match closed_at {
+                    None => Ok(Insert::NoWorkspace),
+                    Some(Some(_)) => Ok(Insert::WorkspaceClosed),
+                    Some(None) => diesel::insert_into(terminal_sessions::table)
+                        .values(&row)
+                        .execute(conn)
+                        .map(|_| Insert::Done),
+                }
+            })
         })
         .await
     }

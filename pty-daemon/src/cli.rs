@@ -70,6 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .unwrap_or_else(|| socket_path.with_extension("log"));
         detach(&log_path)?;
     }
+    raise_fd_limit();
     let settings = SessionSettings {
         // Bounded to 1 GiB by the parser, so it fits.
         scrollback_bytes: args.scrollback_bytes as usize,
@@ -106,6 +107,23 @@ fn detach(log_path: &std::path::Path) -> anyhow::Result<()> {
         .start()
         .context("detaching")?;
     Ok(())
+}
+
+/// Each session holds two descriptors (PTY master, pidfd); the usual soft
+/// limit of 1024 would cap the daemon near 500 sessions.
+fn raise_fd_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current != limit.maximum {
+        let raised = rustix::process::Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        match setrlimit(Resource::Nofile, raised) {
+            Ok(()) => tracing::debug!(limit = ?limit.maximum, "raised the open-file limit"),
+            Err(error) => tracing::warn!(%error, "could not raise the open-file limit"),
+        }
+    }
 }
 
 fn init_logging(format: LogFormat, ansi: bool) {

@@ -101,6 +101,21 @@ fn private_directory(dir: &Path) -> Result<()> {
         .map_err(|error| Error::io(format!("creating {}", dir.display()), error))?;
     let metadata = std::fs::metadata(dir)
         .map_err(|error| Error::io(format!("reading {}", dir.display()), error))?;
+    // Another user who owns the directory (or may write to it without the
+    // sticky bit) could swap the socket for their own: refuse it.
+    let ours = metadata.uid() == rustix::process::getuid().as_raw();
+    let sticky = metadata.mode() & 0o1000 != 0;
+    let shared_safely = metadata.uid() == 0 && sticky;
+    let others_may_replace = metadata.mode() & 0o022 != 0 && !sticky;
+    if !(ours || shared_safely) || others_may_replace {
+        return Err(Error::io(
+            format!("using {}", dir.display()),
+            std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "another user owns or may write to this directory, and could replace the socket",
+            ),
+        ));
+    }
     if metadata.mode() & 0o077 != 0 {
         tracing::warn!(
             dir = %dir.display(),

@@ -81,7 +81,25 @@ impl Registry {
 
     /// Starts a program on a new PTY under `session_id`, or under a fresh
     /// id when none is given.
-    pub async fn spawn(&self, session_id: Option<String>, spec: SpawnSpec) -> Result<Arc<Session>> {
+    ///
+    /// Runs to completion even if the caller goes away: a forked child is
+    /// always registered (and so reaped), never dropped half-made.
+    pub async fn spawn(
+        self: &Arc<Self>,
+        session_id: Option<String>,
+        spec: SpawnSpec,
+    ) -> Result<Arc<Session>> {
+        let registry = Arc::clone(self);
+        tokio::spawn(async move { registry.spawn_detached(session_id, spec).await })
+            .await
+            .map_err(|error| Error::io("spawning", std::io::Error::other(error)))?
+    }
+
+    async fn spawn_detached(
+        &self,
+        session_id: Option<String>,
+        spec: SpawnSpec,
+    ) -> Result<Arc<Session>> {
         let session_id = self.reserve(session_id)?;
         let (cols, rows) = (spec.cols, spec.rows);
         let spawned = tokio::task::spawn_blocking(move || spawn::spawn(spec))

@@ -161,17 +161,8 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
             Ok(())
         });
     }
-    let child = command.spawn().map_err(|error| Error::ProgramNotFound {
-        program: argv.first().cloned().unwrap_or_default(),
-        reason: match error.kind() {
-            std::io::ErrorKind::NotFound => format!("no such program in PATH or on disk ({error})"),
-            _ => error.to_string(),
-        },
-    })?;
-    let pid = Pid::from_child(&child);
-    // The child is ours and unreaped, so its pid cannot have been reused.
-    let pidfd = rustix::process::pidfd_open(pid, PidfdFlags::NONBLOCK)
-        .map_err(|error| Error::io("opening a pidfd", error))?;
+    // Everything fallible that does not need the child comes first, so a
+    // failure after the fork is rare and still cleans up after itself.
     let master_raw = pair
         .master
         .as_raw_fd()
@@ -181,6 +172,24 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
         .map_err(|error| Error::io("duplicating the PTY master", error))?;
     rustix::io::ioctl_fionbio(&master, true)
         .map_err(|error| Error::io("making the PTY master non-blocking", error))?;
+    let mut child = command.spawn().map_err(|error| Error::ProgramNotFound {
+        program: argv.first().cloned().unwrap_or_default(),
+        reason: match error.kind() {
+            std::io::ErrorKind::NotFound => format!("no such program in PATH or on disk ({error})"),
+            _ => error.to_string(),
+        },
+    })?;
+    let pid = Pid::from_child(&child);
+    // The child is ours and unreaped, so its pid cannot have been reused.
+    let pidfd = match rustix::process::pidfd_open(pid, PidfdFlags::NONBLOCK) {
+        Ok(pidfd) => pidfd,
+        Err(error) => {
+            // Nothing could watch it: end it now rather than leak it.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::io("opening a pidfd", error));
+        }
+    };
     // Closing the daemon's copies of the slave lets reads see EOF once the
     // program and its children are gone. Dropping `child` neither waits nor
     // kills; the pidfd reaps it.
