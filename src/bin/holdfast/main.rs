@@ -1,0 +1,390 @@
+//! `holdfast`: the command line for people at a terminal. It talks to the
+//! host-service, like every other client.
+
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use holdfast::proto::host::v1 as pb;
+use holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient;
+use holdfast::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
+use tonic::transport::Channel;
+
+/// Keep terminal sessions alive and visible across restarts.
+#[derive(Debug, Parser)]
+#[command(name = "holdfast", version)]
+struct Cli {
+    /// The host-service to talk to.
+    #[arg(
+        long,
+        env = "HOLDFAST_ADDR",
+        default_value = "http://127.0.0.1:7077",
+        global = true
+    )]
+    addr: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create, list or close workspaces.
+    #[command(subcommand)]
+    Workspace(WorkspaceCommand),
+    /// Start a session (the login shell, or the command after `--`).
+    New {
+        /// Workspace name or id [default: "default", created if missing].
+        #[arg(long, short)]
+        workspace: Option<String>,
+        /// Title shown until the program sets one.
+        #[arg(long, short)]
+        title: Option<String>,
+        /// Keep it out of lists (e.g. a teardown runner).
+        #[arg(long)]
+        hidden: bool,
+        /// The command and its arguments.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// List a workspace's live sessions, attached or not.
+    Ls {
+        /// Workspace name or id [default: "default"].
+        #[arg(long, short)]
+        workspace: Option<String>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Count a workspace's sessions that nothing here is attached to.
+    Count {
+        /// Workspace name or id [default: "default"].
+        #[arg(long, short)]
+        workspace: Option<String>,
+    },
+    /// Send text to a session's input, as if typed (`\n` is not added).
+    Send {
+        /// The session id.
+        id: String,
+        /// The text.
+        text: String,
+    },
+    /// Dispose of a session: it is killed and never listed again.
+    Kill {
+        /// The session id.
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum WorkspaceCommand {
+    /// Create a workspace.
+    Create {
+        /// Its name.
+        name: String,
+    },
+    /// List workspaces.
+    List,
+    /// Close a workspace, disposing of its sessions.
+    Close {
+        /// Workspace name or id.
+        workspace: String,
+    },
+}
+
+/// The workspace used when none is named.
+const DEFAULT_WORKSPACE: &str = "default";
+
+struct Clients {
+    workspaces: WorkspaceServiceClient<Channel>,
+    terminals: TerminalServiceClient<Channel>,
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("holdfast: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn connect(addr: &str) -> anyhow::Result<Clients> {
+    let endpoint = Channel::from_shared(addr.to_owned())
+        .with_context(|| format!("{addr:?} is not a valid address (try http://127.0.0.1:7077)"))?
+        .connect_timeout(Duration::from_secs(3));
+    let channel = endpoint.connect().await.map_err(|_| {
+        anyhow::anyhow!(
+            "cannot reach the host-service at {addr}; is it running? Start it with `host-service` \
+             (or `cargo run --release -p host-service` in a checkout), or point --addr / HOLDFAST_ADDR at it"
+        )
+    })?;
+    Ok(Clients {
+        workspaces: WorkspaceServiceClient::new(channel.clone()),
+        terminals: TerminalServiceClient::new(channel),
+    })
+}
+
+/// A server's refusal, in words.
+fn refused(status: tonic::Status) -> anyhow::Error {
+    anyhow::anyhow!("{}", status.message())
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let mut clients = connect(&cli.addr).await?;
+    match cli.command {
+        Command::Workspace(WorkspaceCommand::Create { name }) => {
+            let workspace = create_workspace(&mut clients, &name).await?;
+            println!("{}", workspace.workspace_id);
+        }
+        Command::Workspace(WorkspaceCommand::List) => {
+            let workspaces = list_workspaces(&mut clients).await?;
+            println!("{:<36}  {:<8}  {:<10}  NAME", "ID", "STATE", "AGE");
+            for workspace in workspaces {
+                let state = if workspace.closed_at.is_some() {
+                    "closed"
+                } else {
+                    "open"
+                };
+                println!(
+                    "{:<36}  {:<8}  {:<10}  {}",
+                    workspace.workspace_id,
+                    state,
+                    age(workspace.created_at),
+                    workspace.name
+                );
+            }
+        }
+        Command::Workspace(WorkspaceCommand::Close { workspace }) => {
+            let workspace_id = find_workspace(&mut clients, &workspace).await?.workspace_id;
+            let closed = clients
+                .workspaces
+                .close_workspace(pb::CloseWorkspaceRequest { workspace_id })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            println!("closed; {} session(s) disposed", closed.stamped);
+        }
+        Command::New {
+            workspace,
+            title,
+            hidden,
+            command,
+        } => {
+            let workspace_id =
+                workspace_or_default(&mut clients, workspace.as_deref(), true).await?;
+            let session = clients
+                .terminals
+                .create_session(pb::CreateSessionRequest {
+                    workspace_id,
+                    argv: command,
+                    cwd: std::env::current_dir()
+                        .map(|dir| dir.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    title,
+                    listed: Some(!hidden),
+                    ..Default::default()
+                })
+                .await
+                .map_err(refused)?
+                .into_inner()
+                .session
+                .context("the host-service returned no session")?;
+            println!("{}", session.session_id);
+        }
+        Command::Ls { workspace, json } => {
+            let workspace_id =
+                workspace_or_default(&mut clients, workspace.as_deref(), false).await?;
+            let list = clients
+                .terminals
+                .list_sessions(pb::ListSessionsRequest { workspace_id })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&list_json(&list))?);
+            } else {
+                print_table(&list);
+            }
+        }
+        Command::Count { workspace } => {
+            let workspace_id =
+                workspace_or_default(&mut clients, workspace.as_deref(), false).await?;
+            let count = clients
+                .terminals
+                .count_background_sessions(pb::CountBackgroundSessionsRequest {
+                    workspace_id,
+                    attached_session_ids: Vec::new(),
+                })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            println!("{}", count.count);
+            if count.source == pb::Source::MemoryOnly as i32 {
+                eprintln!("note: memory-only count ({})", count.degraded_reason);
+            }
+        }
+        Command::Send { id, text } => {
+            clients
+                .terminals
+                .write_input(pb::WriteInputRequest {
+                    session_id: id,
+                    data: text.into_bytes().into(),
+                })
+                .await
+                .map_err(refused)?;
+        }
+        Command::Kill { id } => {
+            clients
+                .terminals
+                .dispose_session(pb::DisposeSessionRequest {
+                    session_id: id.clone(),
+                })
+                .await
+                .map_err(refused)?;
+            println!("disposed {id}");
+        }
+    }
+    Ok(())
+}
+
+async fn create_workspace(clients: &mut Clients, name: &str) -> anyhow::Result<pb::Workspace> {
+    clients
+        .workspaces
+        .create_workspace(pb::CreateWorkspaceRequest {
+            name: name.to_owned(),
+        })
+        .await
+        .map_err(refused)?
+        .into_inner()
+        .workspace
+        .context("the host-service returned no workspace")
+}
+
+async fn list_workspaces(clients: &mut Clients) -> anyhow::Result<Vec<pb::Workspace>> {
+    Ok(clients
+        .workspaces
+        .list_workspaces(pb::ListWorkspacesRequest {})
+        .await
+        .map_err(refused)?
+        .into_inner()
+        .workspaces)
+}
+
+/// A workspace by id, or the newest open one with that name.
+async fn find_workspace(clients: &mut Clients, name_or_id: &str) -> anyhow::Result<pb::Workspace> {
+    let workspaces = list_workspaces(clients).await?;
+    if let Some(workspace) = workspaces.iter().find(|w| w.workspace_id == name_or_id) {
+        return Ok(workspace.clone());
+    }
+    match workspaces
+        .into_iter()
+        .rev()
+        .find(|w| w.name == name_or_id && w.closed_at.is_none())
+    {
+        Some(workspace) => Ok(workspace),
+        None => bail!(
+            "no open workspace is named or has the id {name_or_id:?} (see `holdfast workspace list`)"
+        ),
+    }
+}
+
+/// The named workspace's id, or the default workspace's (made if `create`).
+async fn workspace_or_default(
+    clients: &mut Clients,
+    named: Option<&str>,
+    create: bool,
+) -> anyhow::Result<String> {
+    if let Some(name) = named {
+        return Ok(find_workspace(clients, name).await?.workspace_id);
+    }
+    match find_workspace(clients, DEFAULT_WORKSPACE).await {
+        Ok(workspace) => Ok(workspace.workspace_id),
+        Err(_) if create => Ok(create_workspace(clients, DEFAULT_WORKSPACE)
+            .await?
+            .workspace_id),
+        Err(error) => Err(error),
+    }
+}
+
+fn age(created_at: Option<prost_types::Timestamp>) -> String {
+    let Some(created) = created_at.and_then(|at| SystemTime::try_from(at).ok()) else {
+        return "-".into();
+    };
+    let seconds = SystemTime::now()
+        .duration_since(created)
+        .unwrap_or_default()
+        .as_secs();
+    match seconds {
+        0..60 => format!("{seconds}s"),
+        60..3600 => format!("{}m", seconds / 60),
+        3600..86400 => format!("{}h", seconds / 3600),
+        _ => format!("{}d", seconds / 86400),
+    }
+}
+
+fn state(session: &pb::Session) -> String {
+    match (session.alive, session.exit_code, session.signal) {
+        (true, _, _) => "alive".into(),
+        (false, Some(code), _) => format!("exit {code}"),
+        (false, None, Some(signal)) => format!("signal {signal}"),
+        (false, None, None) => "exited".into(),
+    }
+}
+
+fn print_table(list: &pb::ListSessionsResponse) {
+    println!(
+        "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  AGE",
+        "ID", "TITLE", "ATTACHED", "STATE", "PID"
+    );
+    for session in &list.sessions {
+        let title: String = session.title.chars().take(24).collect();
+        println!(
+            "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  {}",
+            session.session_id,
+            title,
+            if session.attached { "yes" } else { "no" },
+            state(session),
+            session.pid,
+            age(session.created_at)
+        );
+    }
+    if list.source == pb::Source::MemoryOnly as i32 {
+        println!(
+            "(memory-only view: {}; background sessions may be missing)",
+            list.degraded_reason
+        );
+    }
+}
+
+fn list_json(list: &pb::ListSessionsResponse) -> serde_json::Value {
+    let sessions: Vec<_> = list
+        .sessions
+        .iter()
+        .map(|session| {
+            serde_json::json!({
+                "session_id": session.session_id,
+                "workspace_id": session.workspace_id,
+                "title": session.title,
+                "attached": session.attached,
+                "alive": session.alive,
+                "exit_code": session.exit_code,
+                "signal": session.signal,
+                "pid": session.pid,
+                "cols": session.cols,
+                "rows": session.rows,
+                "output_offset": session.output_offset,
+                "created_at": session.created_at.and_then(|at| SystemTime::try_from(at).ok())
+                    .map(|at| at.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_secs_f64()),
+            })
+        })
+        .collect();
+    let source = if list.source == pb::Source::MemoryOnly as i32 {
+        "memory_only"
+    } else {
+        "complete"
+    };
+    serde_json::json!({ "sessions": sessions, "source": source, "degraded_reason": list.degraded_reason })
+}
