@@ -125,3 +125,111 @@ async fn unknown_ids_are_reported_with_a_non_zero_exit() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("no open workspace"));
 }
+
+/// Runs `holdfast attach` inside a real PTY (a session of the same host),
+/// types into it, and reads its screen.
+#[tokio::test]
+async fn attach_replays_forwards_keys_follows_resizes_and_detaches() {
+    use holdfast::proto::host::v1 as pb;
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("attach").await.workspace_id;
+    let target = host
+        .create_session(session_request(
+            &workspace,
+            &["sh", "-c", "echo before-attach; exec cat"],
+        ))
+        .await;
+    let cli = binary("holdfast");
+    let address = host.address.clone();
+    let viewer_argv = [
+        cli.to_str().expect("utf-8 path"),
+        "--addr",
+        &address,
+        "attach",
+        &target.session_id,
+    ];
+    let write = |session_id: &str, data: &[u8]| pb::WriteInputRequest {
+        session_id: session_id.to_owned(),
+        data: data.to_vec().into(),
+    };
+    let open_screen = |host: &mut HostService, session_id: String| {
+        let mut terminals = host.terminals.clone();
+        async move {
+            terminals
+                .attach_session(pb::AttachSessionRequest {
+                    session_id,
+                    from_offset: None,
+                })
+                .await
+                .expect("attach")
+                .into_inner()
+        }
+    };
+
+    // The first viewer runs under a shell that shows the terminal settings
+    // after it returns: raw mode must have been undone.
+    let mut wrapped = vec!["sh", "-c", "\"$@\"; echo; stty -a; exec sleep 1000", "sh"];
+    wrapped.extend(viewer_argv);
+    let viewer = host
+        .create_session(session_request(&workspace, &wrapped))
+        .await;
+    let mut screen = open_screen(&mut host, viewer.session_id.clone()).await;
+    receive_host_text(&mut screen, "before-attach").await;
+    host.terminals
+        .write_input(write(&viewer.session_id, b"typed\r"))
+        .await
+        .expect("type");
+    receive_host_text(&mut screen, "typed\r\ntyped\r\n").await;
+
+    host.terminals
+        .resize_session(pb::ResizeSessionRequest {
+            session_id: viewer.session_id.clone(),
+            cols: 101,
+            rows: 31,
+        })
+        .await
+        .expect("resize the viewer's terminal");
+    host.list_until(
+        "the target to follow the viewer's size",
+        &workspace,
+        |list| {
+            list.sessions
+                .iter()
+                .any(|s| s.session_id == target.session_id && (s.cols, s.rows) == (101, 31))
+        },
+    )
+    .await;
+
+    host.terminals
+        .write_input(write(&viewer.session_id, &[0x1d]))
+        .await
+        .expect("Ctrl-]");
+    let shown = receive_host_text(&mut screen, "iexten").await;
+    let after = &shown[shown
+        .find("detached from")
+        .expect("the detach is announced")..];
+    assert!(
+        after.contains(" icanon ") && after.contains(" echo "),
+        "the terminal is back in cooked mode: {after:?}"
+    );
+    let list = host.list(&workspace).await;
+    assert!(
+        list.sessions
+            .iter()
+            .any(|s| s.session_id == target.session_id),
+        "detaching leaves the session running"
+    );
+
+    // Re-attach: the earlier output comes back, and the exit is shown.
+    let again = host
+        .create_session(session_request(&workspace, &viewer_argv))
+        .await;
+    let mut screen = open_screen(&mut host, again.session_id.clone()).await;
+    receive_host_text(&mut screen, "before-attach\r\ntyped\r\ntyped\r\n").await;
+    host.terminals
+        .write_input(write(&again.session_id, &[0x04]))
+        .await
+        .expect("Ctrl-D");
+    receive_host_text(&mut screen, "session exited with code 0").await;
+}

@@ -11,27 +11,6 @@ use rustix::process::{Pid, Signal};
 use support::host::*;
 use support::*;
 
-/// Reads an attach stream until its output contains `needle`.
-async fn host_receive_text(
-    stream: &mut tonic::Streaming<pb::AttachSessionResponse>,
-    needle: &str,
-) -> String {
-    let mut text = String::new();
-    let deadline = Instant::now() + PATIENCE;
-    while !text.contains(needle) {
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        let message = tokio::time::timeout(remaining, stream.message())
-            .await
-            .unwrap_or_else(|_| panic!("timed out waiting for {needle:?}; got {text:?}"))
-            .expect("stream error")
-            .unwrap_or_else(|| panic!("stream ended before {needle:?}; got {text:?}"));
-        if let Some(pb::attach_session_response::Event::Output(output)) = message.event {
-            text.push_str(&String::from_utf8_lossy(&output.data));
-        }
-    }
-    text
-}
-
 #[tokio::test]
 async fn background_sessions_survive_host_restarts_in_every_list() {
     let home = HostHome::new();
@@ -145,7 +124,7 @@ async fn background_sessions_survive_host_restarts_in_every_list() {
         })
         .await
         .expect("write to a restored session");
-    let text = host_receive_text(&mut stream, "echo-me\r\necho-me").await;
+    let text = receive_host_text(&mut stream, "echo-me\r\necho-me").await;
     assert!(
         text.starts_with("\u{1b}]2;agent: working\u{7}ready\r\n"),
         "replayed from the start: {text:?}"

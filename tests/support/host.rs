@@ -256,3 +256,24 @@ pub fn ids(list: &pb::ListSessionsResponse) -> Vec<&str> {
 pub fn exists(path: &Path) -> bool {
     path.exists()
 }
+
+/// Reads an attach stream until its output contains `needle`.
+pub async fn receive_host_text(
+    stream: &mut tonic::Streaming<pb::AttachSessionResponse>,
+    needle: &str,
+) -> String {
+    let mut text = String::new();
+    let deadline = std::time::Instant::now() + super::PATIENCE;
+    while !text.contains(needle) {
+        let remaining = deadline.saturating_duration_since(std::time::Instant::now());
+        let message = tokio::time::timeout(remaining, stream.message())
+            .await
+            .unwrap_or_else(|_| panic!("timed out waiting for {needle:?}; got {text:?}"))
+            .expect("stream error")
+            .unwrap_or_else(|| panic!("stream ended before {needle:?}; got {text:?}"));
+        if let Some(pb::attach_session_response::Event::Output(output)) = message.event {
+            text.push_str(&String::from_utf8_lossy(&output.data));
+        }
+    }
+    text
+}

@@ -68,6 +68,12 @@ enum Command {
         /// The text.
         text: String,
     },
+    /// Attach this terminal to a session: output (scrollback first) and
+    /// keystrokes; Ctrl-] detaches and leaves it running.
+    Attach {
+        /// The session id.
+        id: String,
+    },
     /// Dispose of a session: it is killed and never listed again.
     Kill {
         /// The session id.
@@ -94,21 +100,25 @@ enum WorkspaceCommand {
 /// The workspace used when none is named.
 const DEFAULT_WORKSPACE: &str = "default";
 
+mod attach;
+
 struct Clients {
     workspaces: WorkspaceServiceClient<Channel>,
     terminals: TerminalServiceClient<Channel>,
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> std::process::ExitCode {
+async fn main() {
     let cli = Cli::parse();
-    match run(cli).await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+    let code = match run(cli).await {
+        Ok(code) => code,
         Err(error) => {
             eprintln!("holdfast: {error:#}");
-            std::process::ExitCode::FAILURE
+            1
         }
-    }
+    };
+    // Exit at once: a pending read of the keyboard must not hold us here.
+    std::process::exit(code.into());
 }
 
 async fn connect(addr: &str) -> anyhow::Result<Clients> {
@@ -132,7 +142,7 @@ fn refused(status: tonic::Status) -> anyhow::Error {
     anyhow::anyhow!("{}", status.message())
 }
 
-async fn run(cli: Cli) -> anyhow::Result<()> {
+async fn run(cli: Cli) -> anyhow::Result<u8> {
     let mut clients = connect(&cli.addr).await?;
     match cli.command {
         Command::Workspace(WorkspaceCommand::Create { name }) => {
@@ -236,6 +246,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .await
                 .map_err(refused)?;
         }
+        Command::Attach { id } => return attach::attach(&mut clients, id).await,
         Command::Kill { id } => {
             clients
                 .terminals
@@ -247,7 +258,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("disposed {id}");
         }
     }
-    Ok(())
+    Ok(0)
 }
 
 async fn create_workspace(clients: &mut Clients, name: &str) -> anyhow::Result<pb::Workspace> {

@@ -1,0 +1,160 @@
+//! `holdfast attach`: a terminal client like `tmux attach`. Raw mode,
+//! scrollback replayed first, then live output; keystrokes go to the
+//! session; the window size follows SIGWINCH; Ctrl-] detaches and leaves
+//! the session running. The terminal is restored on every way out.
+
+use std::io::{IsTerminal, Write};
+
+use anyhow::Context;
+use holdfast::proto::host::v1 as pb;
+use rustix::termios::{OptionalActions, Termios};
+use tokio::io::AsyncReadExt;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::{Clients, refused};
+
+/// Ctrl-]: the byte that detaches, as in telnet.
+pub const DETACH_KEY: u8 = 0x1d;
+
+/// Puts the terminal in raw mode until dropped (on return, error or panic).
+struct RawMode {
+    saved: Termios,
+}
+
+impl RawMode {
+    fn enter() -> anyhow::Result<Option<Self>> {
+        let stdin = std::io::stdin();
+        if !stdin.is_terminal() {
+            return Ok(None);
+        }
+        let saved =
+            rustix::termios::tcgetattr(&stdin).context("reading the terminal's settings")?;
+        let mut raw = saved.clone();
+        raw.make_raw();
+        rustix::termios::tcsetattr(&stdin, OptionalActions::Flush, &raw)
+            .context("entering raw mode")?;
+        Ok(Some(Self { saved }))
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = rustix::termios::tcsetattr(std::io::stdin(), OptionalActions::Flush, &self.saved);
+    }
+}
+
+/// How an attachment ended.
+enum Ending {
+    Exited(pb::Exited),
+    Detached,
+    StreamEnded,
+}
+
+/// Attaches to `session_id` until it exits or the user detaches; returns
+/// the exit status for the process.
+pub async fn attach(clients: &mut Clients, session_id: String) -> anyhow::Result<u8> {
+    let mut stream = clients
+        .terminals
+        .attach_session(pb::AttachSessionRequest {
+            session_id: session_id.clone(),
+            from_offset: None,
+        })
+        .await
+        .map_err(refused)?
+        .into_inner();
+    let raw = RawMode::enter()?;
+    if raw.is_some() {
+        resize_to_terminal(clients, &session_id).await;
+    }
+    let mut window_changes = signal(SignalKind::window_change()).context("watching SIGWINCH")?;
+    let mut terminate = signal(SignalKind::terminate()).context("watching SIGTERM")?;
+    let mut hangup = signal(SignalKind::hangup()).context("watching SIGHUP")?;
+    let mut stdin = tokio::io::stdin();
+    let mut stdout = std::io::stdout();
+    let mut keys = [0u8; 4096];
+    let ending = loop {
+        tokio::select! {
+            message = stream.message() => match message {
+                Ok(Some(message)) => match message.event {
+                    Some(pb::attach_session_response::Event::Output(output)) => {
+                        stdout.write_all(&output.data)?;
+                        stdout.flush()?;
+                    }
+                    Some(pb::attach_session_response::Event::Truncated(gap)) => {
+                        write!(stdout, "\r\n[holdfast: {} bytes of earlier output are no longer held]\r\n", gap.to_offset - gap.from_offset)?;
+                    }
+                    Some(pb::attach_session_response::Event::Exited(exited)) => break Ending::Exited(exited),
+                    Some(pb::attach_session_response::Event::Title(_)) | None => {}
+                },
+                Ok(None) => break Ending::StreamEnded,
+                Err(status) => {
+                    drop(raw);
+                    return Err(refused(status).context("the attach stream failed"));
+                }
+            },
+            read = stdin.read(&mut keys) => {
+                let read = read.context("reading the keyboard")?;
+                if read == 0 {
+                    break Ending::Detached;
+                }
+                let typed = &keys[..read];
+                let detach_at = typed.iter().position(|byte| *byte == DETACH_KEY);
+                let input = &typed[..detach_at.unwrap_or(read)];
+                if !input.is_empty() {
+                    clients
+                        .terminals
+                        .write_input(pb::WriteInputRequest { session_id: session_id.clone(), data: input.to_vec().into() })
+                        .await
+                        .map_err(refused)?;
+                }
+                if detach_at.is_some() {
+                    break Ending::Detached;
+                }
+            },
+            _ = window_changes.recv() => resize_to_terminal(clients, &session_id).await,
+            _ = terminate.recv() => break Ending::Detached,
+            _ = hangup.recv() => break Ending::Detached,
+        }
+    };
+    drop(raw);
+    Ok(match ending {
+        Ending::Exited(exited) => {
+            match (exited.exit_code, exited.signal) {
+                (Some(code), _) => eprintln!("\r\n[holdfast: session exited with code {code}]"),
+                (None, Some(signal)) => {
+                    eprintln!("\r\n[holdfast: session ended by signal {signal}]")
+                }
+                (None, None) => eprintln!("\r\n[holdfast: session ended]"),
+            }
+            exited
+                .exit_code
+                .map_or(1, |code| u8::try_from(code).unwrap_or(1))
+        }
+        Ending::Detached => {
+            eprintln!("\r\n[holdfast: detached from {session_id}; it keeps running]");
+            0
+        }
+        Ending::StreamEnded => {
+            eprintln!("\r\n[holdfast: the host-service closed the stream]");
+            1
+        }
+    })
+}
+
+/// Gives the session this terminal's size.
+async fn resize_to_terminal(clients: &mut Clients, session_id: &str) {
+    let Ok(size) = rustix::termios::tcgetwinsize(std::io::stdout()) else {
+        return;
+    };
+    if size.ws_col == 0 || size.ws_row == 0 {
+        return;
+    }
+    let _ = clients
+        .terminals
+        .resize_session(pb::ResizeSessionRequest {
+            session_id: session_id.to_owned(),
+            cols: size.ws_col.into(),
+            rows: size.ws_row.into(),
+        })
+        .await;
+}
