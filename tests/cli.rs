@@ -233,3 +233,34 @@ async fn attach_replays_forwards_keys_follows_resizes_and_detaches() {
         .expect("Ctrl-D");
     receive_host_text(&mut screen, "session exited with code 0").await;
 }
+
+#[tokio::test]
+async fn status_shows_both_services_their_versions_and_paths() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let text = stdout_of(&holdfast(&host.address, &["status"]));
+    let daemon_pid = home.serving_daemon_pid().await.expect("a daemon");
+    assert!(
+        text.contains(&format!(
+            "host-service  up, version {}, pid {}",
+            holdfast::VERSION,
+            host.child.id()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "pty-daemon    up, version {}, pid {daemon_pid}",
+            holdfast::VERSION
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&home.socket().display().to_string()),
+        "{text}"
+    );
+    assert!(
+        text.contains(&home.database().display().to_string()),
+        "{text}"
+    );
+}

@@ -10,6 +10,7 @@ pub mod reaper;
 pub mod schema;
 pub mod server;
 pub mod service;
+pub mod status;
 pub mod store;
 pub mod supervisor;
 pub mod validate;
@@ -26,6 +27,7 @@ use crate::live_sessions::LiveSessionView;
 use crate::memory::Memory;
 use crate::reaper::Reaper;
 use crate::service::Host;
+use crate::status::HostStatus;
 use crate::store::Store;
 use crate::supervisor::{Launcher, Supervisor};
 
@@ -118,6 +120,12 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     let streams =
         holdfast::daemon_client::connect_lazy(&config.daemon_socket, config.operation_timeout);
     let host = Host::new(live, streams, config.operation_timeout);
+    let status = HostStatus {
+        health: supervisor.health(),
+        database: config.database.clone(),
+        daemon_socket: config.daemon_socket.clone(),
+        started_at: std::time::SystemTime::now(),
+    };
     reporter.set_serving::<WorkspaceServiceServer<Host>>().await;
     reporter.set_serving::<TerminalServiceServer<Host>>().await;
     let supervising = tokio::spawn(Arc::clone(&supervisor).run());
@@ -130,6 +138,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     let mut server = tokio::spawn(server::serve(
         listener,
         host,
+        status,
         health_service,
         config.cors_origins,
         async {

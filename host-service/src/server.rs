@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use holdfast::proto::host::v1::status_service_server::StatusServiceServer;
 use holdfast::proto::host::v1::terminal_service_server::TerminalServiceServer;
 use holdfast::proto::host::v1::workspace_service_server::WorkspaceServiceServer;
 use http::HeaderValue;
@@ -11,6 +12,7 @@ use tokio_stream::wrappers::TcpListenerStream;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::service::Host;
+use crate::status::HostStatus;
 
 /// Largest request accepted on the wire: room for a 1 MiB write, so an
 /// oversized one is refused by validation with a clear message.
@@ -20,6 +22,7 @@ const MAX_REQUEST_BYTES: usize = 16 << 20;
 pub async fn serve(
     listener: TcpListener,
     host: Host,
+    status: HostStatus,
     health_service: tonic_health::pb::health_server::HealthServer<
         impl tonic_health::pb::health_server::Health,
     >,
@@ -32,6 +35,7 @@ pub async fn serve(
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
             .with_service_name("holdfast.host.v1.WorkspaceService")
             .with_service_name("holdfast.host.v1.TerminalService")
+            .with_service_name("holdfast.host.v1.StatusService")
             .with_service_name("grpc.health.v1.Health")
     };
     let reflection_v1 = reflection()
@@ -45,6 +49,7 @@ pub async fn serve(
         .layer(cors(cors_origins))
         .layer(tonic_web::GrpcWebLayer::new())
         .add_service(WorkspaceServiceServer::new(host.clone()))
+        .add_service(StatusServiceServer::new(status))
         .add_service(TerminalServiceServer::new(host).max_decoding_message_size(MAX_REQUEST_BYTES))
         .add_service(health_service)
         .add_service(reflection_v1)

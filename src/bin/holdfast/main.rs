@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use holdfast::proto::host::v1 as pb;
+use holdfast::proto::host::v1::status_service_client::StatusServiceClient;
 use holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient;
 use holdfast::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
 use tonic::transport::Channel;
@@ -74,6 +75,9 @@ enum Command {
         /// The session id.
         id: String,
     },
+    /// Show whether the host-service and its daemon are up, with versions,
+    /// pids and paths.
+    Status,
     /// Dispose of a session: it is killed and never listed again.
     Kill {
         /// The session id.
@@ -103,6 +107,7 @@ const DEFAULT_WORKSPACE: &str = "default";
 mod attach;
 
 struct Clients {
+    status: StatusServiceClient<Channel>,
     workspaces: WorkspaceServiceClient<Channel>,
     terminals: TerminalServiceClient<Channel>,
 }
@@ -132,6 +137,7 @@ async fn connect(addr: &str) -> anyhow::Result<Clients> {
         )
     })?;
     Ok(Clients {
+        status: StatusServiceClient::new(channel.clone()),
         workspaces: WorkspaceServiceClient::new(channel.clone()),
         terminals: TerminalServiceClient::new(channel),
     })
@@ -245,6 +251,38 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 })
                 .await
                 .map_err(refused)?;
+        }
+        Command::Status => {
+            let status = clients
+                .status
+                .get_status(pb::GetStatusRequest {})
+                .await
+                .map_err(refused)?
+                .into_inner();
+            println!(
+                "host-service  up, version {}, pid {}, up {}",
+                status.host_version,
+                status.host_pid,
+                age(status.host_started_at)
+            );
+            println!("  listening   {}", cli.addr);
+            println!("  database    {}", status.database_path);
+            let daemon = match pb::DaemonState::try_from(status.daemon_state).unwrap_or_default() {
+                pb::DaemonState::Up => format!(
+                    "up, version {}, pid {}",
+                    status.daemon_version, status.daemon_pid
+                ),
+                pb::DaemonState::Starting | pb::DaemonState::Unspecified => "starting".to_owned(),
+                pb::DaemonState::Down => format!("DOWN: {}", status.daemon_reason),
+                pb::DaemonState::GaveUp => {
+                    format!("DOWN, not relaunched: {}", status.daemon_reason)
+                }
+            };
+            println!("pty-daemon    {daemon}");
+            println!("  socket      {}", status.daemon_socket);
+            if status.daemon_state != pb::DaemonState::Up as i32 {
+                return Ok(1);
+            }
         }
         Command::Attach { id } => return attach::attach(&mut clients, id).await,
         Command::Kill { id } => {
