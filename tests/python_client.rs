@@ -1,0 +1,50 @@
+//! The Python example (clients/python) against the real host-service.
+//! CI makes a virtual environment with grpcio and grpcio-tools and points
+//! HOLDFAST_PYTHON at its python; elsewhere the test says how and skips.
+
+mod support;
+
+use std::process::Command;
+
+use support::host::*;
+
+#[tokio::test]
+async fn the_python_example_runs_against_the_host_service() {
+    let Ok(python) = std::env::var("HOLDFAST_PYTHON") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must set HOLDFAST_PYTHON (see .ci/run)"
+        );
+        eprintln!(
+            "skipped: set HOLDFAST_PYTHON to a python with grpcio and grpcio-tools, as .ci/run does"
+        );
+        return;
+    };
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let address = host.address.trim_start_matches("http://").to_owned();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/python/example.py");
+    let output =
+        tokio::task::spawn_blocking(move || Command::new(python).arg(script).arg(address).output())
+            .await
+            .expect("join")
+            .expect("run python");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for expected in [
+        "listed 1 SOURCE_COMPLETE",
+        "background 1",
+        r"output 'ready\r\nhello\r\nhello\r\n'",
+        "after dispose 0",
+        "bad id INVALID_ARGUMENT",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
+    }
+}
