@@ -3,6 +3,7 @@
 //! socket.
 
 pub mod daemon_client;
+pub mod logging;
 pub mod paths;
 pub mod proto;
 

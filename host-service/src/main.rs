@@ -2,6 +2,7 @@
 //! (argv[0]), the same binary is the daemon, which is how it launches a
 //! daemon of exactly its own version without looking for another file.
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -56,16 +57,8 @@ struct Args {
     )]
     cors_origins: Vec<String>,
     /// Log format; `RUST_LOG` filters.
-    #[arg(long, env = "HOLDFAST_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    log_format: LogFormat,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
+    #[arg(long, env = "HOLDFAST_LOG_FORMAT", value_enum, default_value_t = holdfast::logging::LogFormat::Text)]
+    log_format: holdfast::logging::LogFormat,
 }
 
 /// The argv[0] under which this binary is the daemon.
@@ -83,7 +76,7 @@ fn main() -> anyhow::Result<()> {
         return pty_daemon::cli::main();
     }
     let args = Args::parse();
-    init_logging(args.log_format);
+    holdfast::logging::init(args.log_format, std::io::stderr().is_terminal());
     let database = match args.database_url {
         None => holdfast::paths::default_database_path(),
         Some(url) => database_path(&url)?,
@@ -136,18 +129,4 @@ fn database_path(url: &str) -> anyhow::Result<PathBuf> {
         );
     }
     Ok(Path::new(path).to_path_buf())
-}
-
-fn init_logging(format: LogFormat) {
-    use std::io::IsTerminal;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal());
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
 }

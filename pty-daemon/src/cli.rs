@@ -34,16 +34,8 @@ pub struct Args {
     #[arg(long, env = "HOLDFAST_EXIT_RETENTION_SECS", default_value_t = 600)]
     exit_retention_secs: u64,
     /// Log format.
-    #[arg(long, env = "HOLDFAST_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    log_format: LogFormat,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
+    #[arg(long, env = "HOLDFAST_LOG_FORMAT", value_enum, default_value_t = holdfast::logging::LogFormat::Text)]
+    log_format: holdfast::logging::LogFormat,
 }
 
 /// Parses the process's arguments and runs the daemon until it stops.
@@ -56,7 +48,7 @@ pub fn main() -> anyhow::Result<()> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     // Colour only for a person at a terminal, never into the detached log.
     let ansi = !args.daemonize && std::io::stderr().is_terminal();
-    init_logging(args.log_format, ansi);
+    holdfast::logging::init(args.log_format, ansi);
     let socket_path = args
         .socket
         .unwrap_or_else(holdfast::paths::default_socket_path);
@@ -123,18 +115,5 @@ fn raise_fd_limit() {
             Ok(()) => tracing::debug!(limit = ?limit.maximum, "raised the open-file limit"),
             Err(error) => tracing::warn!(%error, "could not raise the open-file limit"),
         }
-    }
-}
-
-fn init_logging(format: LogFormat, ansi: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(ansi);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
     }
 }
