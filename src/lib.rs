@@ -6,6 +6,7 @@ pub mod daemon_client;
 pub mod logging;
 pub mod paths;
 pub mod proto;
+pub mod reflection;
 
 /// The version every holdfast binary reports; daemon and host compare it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -29,21 +29,11 @@ pub async fn serve(
     cors_origins: Vec<String>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
-    let reflection = || {
-        tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(holdfast::proto::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-            .with_service_name("holdfast.host.v1.WorkspaceService")
-            .with_service_name("holdfast.host.v1.TerminalService")
-            .with_service_name("holdfast.host.v1.StatusService")
-            .with_service_name("grpc.health.v1.Health")
-    };
-    let reflection_v1 = reflection()
-        .build_v1()
-        .expect("the embedded descriptor set is valid");
-    let reflection_v1alpha = reflection()
-        .build_v1alpha()
-        .expect("the embedded descriptor set is valid");
+    let (reflection_v1, reflection_v1alpha) = holdfast::reflection::services(&[
+        "holdfast.host.v1.WorkspaceService",
+        "holdfast.host.v1.TerminalService",
+        "holdfast.host.v1.StatusService",
+    ]);
     tonic::transport::Server::builder()
         .accept_http1(true)
         .layer(cors(cors_origins))

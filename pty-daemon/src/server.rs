@@ -270,19 +270,8 @@ pub async fn serve(
 ) -> Result<(), tonic::transport::Error> {
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<PtyDaemonServer<DaemonService>>().await;
-    let reflection = || {
-        tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(holdfast::proto::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-            .with_service_name("holdfast.daemon.v1.PtyDaemon")
-            .with_service_name("grpc.health.v1.Health")
-    };
-    let reflection_v1 = reflection()
-        .build_v1()
-        .expect("the embedded descriptor set is valid");
-    let reflection_v1alpha = reflection()
-        .build_v1alpha()
-        .expect("the embedded descriptor set is valid");
+    let (reflection_v1, reflection_v1alpha) =
+        holdfast::reflection::services(&["holdfast.daemon.v1.PtyDaemon"]);
     let uid = rustix::process::getuid().as_raw();
     tonic::transport::Server::builder()
         // Wide HTTP/2 windows: a List of a thousand sessions or a burst of
