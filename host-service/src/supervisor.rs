@@ -269,7 +269,8 @@ impl Supervisor {
     /// Follows the daemon forever: records exits, and handles its death.
     pub async fn run(self: Arc<Self>) {
         loop {
-            if matches!(self.health.state(), DaemonState::Up { .. }) {
+            let was_up = matches!(self.health.state(), DaemonState::Up { .. });
+            if was_up {
                 self.follow_exits().await;
             }
             // The watch ended (the daemon restarted, died, or the link
@@ -288,7 +289,11 @@ impl Supervisor {
                 }
                 Err(Probe::Unreachable(_)) => {}
             }
-            self.daemon_died().await;
+            // A death is recorded (and counted) once, when a daemon that was
+            // up is found gone; not again on every retry while it is down.
+            if was_up {
+                self.daemon_died().await;
+            }
             if self.breaker_tripped() {
                 let reason = format!(
                     "more than {MAX_CRASHES} crashes within {} s",
@@ -306,9 +311,14 @@ impl Supervisor {
             }
             match self.ensure_daemon().await {
                 Ok(_) => self.reaper.pass_logged().await,
-                Err(reason) => {
-                    // Counted as a crash when the next probe finds no daemon.
+                Err(reason) if self.launcher.is_some() => {
                     tracing::error!(%reason, "relaunching the pty-daemon failed");
+                    self.record_crash();
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                // Adopt-only: wait for whoever runs the daemon (e.g. systemd).
+                Err(reason) => {
+                    tracing::debug!(%reason, "waiting for a pty-daemon to adopt");
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
             }
