@@ -34,6 +34,21 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
+/// The path in `variable` of a tool an end-to-end test drives (buf, grpcurl,
+/// a python with grpcio, chromium). Without it the test is skipped with
+/// `how` to install it, except under CI (`.ci/run` sets every one).
+pub fn outside_tool(variable: &str, how: &str) -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os(variable) {
+        return Some(PathBuf::from(path));
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must set {variable} (see .ci/run)"
+    );
+    eprintln!("skipped: {how}, and set {variable} to it, as .ci/run does");
+    None
+}
+
 /// Polls `check` until it returns `Some`, or panics after `PATIENCE`.
 pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
 where
