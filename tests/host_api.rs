@@ -436,3 +436,27 @@ async fn grpc_web_answers_local_pages_and_health_reports_the_daemon() {
         );
     }
 }
+
+/// Short answers go out at once. With Nagle's algorithm left on, each reply
+/// waited for the client's delayed ACK, ~40 ms per call; 20 calls then take
+/// over 800 ms, against a few ms each without it. The bound is generous.
+#[tokio::test]
+async fn short_answers_are_not_held_back_by_nagle() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("nagle").await.workspace_id;
+    for _ in 0..10 {
+        host.create_session(session_request(&workspace, &["sleep", "1000"]))
+            .await;
+    }
+    host.list(&workspace).await;
+    let start = std::time::Instant::now();
+    for _ in 0..20 {
+        host.list(&workspace).await;
+    }
+    let took = start.elapsed();
+    assert!(
+        took < Duration::from_millis(500),
+        "20 ListSessions took {took:?}"
+    );
+}

@@ -1,0 +1,183 @@
+//! Scenario 2: List under an output flood: sessions running `yes`, each drained by
+//! its own attached client; `ListSessions` meanwhile. The floor is the same
+//! list before the flood starts; the peer is tmux with one control-mode
+//! client per session draining it, listed by another control client. The
+//! two floods run one after the other (both at once would share the CPUs).
+
+use std::io::{BufRead, BufReader};
+use std::time::Duration;
+
+use anyhow::{Result, ensure};
+use holdfast::proto::host::v1 as pb;
+use holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient;
+use tonic::transport::Channel;
+
+use super::Ctx;
+use crate::report::{Figure, Role, Row};
+use crate::services::{Home, stop_daemon};
+use crate::stats::{Samples, time, time_blocking};
+use crate::streams::drain;
+use crate::tmux::Tmux;
+
+const NAME: &str = "2. list under an output flood";
+const SCRIPT: &str = "read start; exec yes";
+
+pub async fn run(ctx: &mut Ctx) -> Result<()> {
+    let scale = ctx.scale.clone();
+    let home = Home::new()?;
+    let mut host = home.start_host(&ctx.bins, &[]).await?;
+    let workspace = host.workspace("flood").await?;
+    host.create_many(&workspace, &["sh", "-c", SCRIPT], scale.flood_sessions)
+        .await?;
+    let sessions = host.list(&workspace).await?.sessions;
+    ensure!(
+        sessions.len() == scale.flood_sessions,
+        "listed {} sessions",
+        sessions.len()
+    );
+
+    let mut idle = Samples::default();
+    for _ in 0..scale.flood_samples {
+        let (took, list) = time(host.list(&workspace)).await;
+        list?;
+        idle.push(took);
+    }
+
+    // Each drainer is its own client with its own connection, as separate
+    // viewers would be.
+    let mut drainers = tokio::task::JoinSet::new();
+    for session in &sessions {
+        let channel = Channel::from_shared(host.uri.clone())?.connect().await?;
+        let mut client = TerminalServiceClient::new(channel);
+        let stream = client
+            .attach_session(pb::AttachSessionRequest {
+                session_id: session.session_id.clone(),
+                from_offset: None,
+            })
+            .await?
+            .into_inner();
+        drainers.spawn(drain(stream));
+        host.terminals
+            .write_input(pb::WriteInputRequest {
+                session_id: session.session_id.clone(),
+                data: b"\n".to_vec().into(),
+            })
+            .await?;
+    }
+    let mut flooded = Samples::default();
+    let start = std::time::Instant::now();
+    for _ in 0..scale.flood_samples {
+        let (took, list) = time(host.list(&workspace)).await;
+        ensure!(
+            list?.sessions.len() == sessions.len(),
+            "a flooded session went missing"
+        );
+        flooded.push(took);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    host.workspaces
+        .close_workspace(pb::CloseWorkspaceRequest {
+            workspace_id: workspace.clone(),
+        })
+        .await?;
+    let mut drained = 0;
+    while let Some(bytes) = drainers.join_next().await {
+        drained += bytes?;
+    }
+    stop_daemon(host.daemon()).await;
+    drop(host);
+
+    let (peer, peer_drained, peer_seconds) = tmux_flood(&scale)?;
+    let report = &mut ctx.report;
+    report.add(
+        Row::new(
+            NAME,
+            Role::Holdfast,
+            "host ListSessions while flooding",
+            Figure::latency(&flooded),
+        )
+        .target("p99 ≤ 10 ms", flooded.p99() <= Duration::from_millis(10))
+        .note(format!(
+            "{} sessions of `yes`, drained {:.0} MB/s in all",
+            sessions.len(),
+            drained as f64 / 1e6 / seconds
+        )),
+    );
+    report.add(Row::new(
+        NAME,
+        Role::Floor,
+        "host ListSessions before the flood",
+        Figure::latency(&idle),
+    ));
+    report.add(
+        Row::new(
+            NAME,
+            Role::Peer,
+            "tmux list-sessions (control mode) while flooding",
+            Figure::latency(&peer),
+        )
+        .note(format!(
+            "control clients drained {:.0} MB/s in all",
+            peer_drained as f64 / 1e6 / peer_seconds
+        )),
+    );
+    Ok(())
+}
+
+/// The same flood in tmux; returns the list latencies, bytes drained and
+/// the seconds they took.
+fn tmux_flood(scale: &super::Scale) -> Result<(Samples, u64, f64)> {
+    let tmux = Tmux::start()?;
+    let mut drainers = Vec::new();
+    for i in 0..scale.flood_sessions {
+        let name = format!("yes{i}");
+        tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            &name,
+            "-x",
+            "80",
+            "-y",
+            "24",
+            SCRIPT,
+        ])?;
+        let mut child = tmux
+            .command()
+            .args(["-C", "attach-session", "-t", &name])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        let stdout = child.stdout.take().expect("piped");
+        let reader = std::thread::spawn(move || {
+            BufReader::new(stdout)
+                .split(b'\n')
+                .map_while(Result::ok)
+                .map(|line| line.len() as u64)
+                .sum::<u64>()
+        });
+        drainers.push((child, reader));
+        tmux.run(&["send-keys", "-t", &name, "Enter"])?;
+    }
+    let mut control = tmux.control("base")?;
+    let mut samples = Samples::default();
+    let start = std::time::Instant::now();
+    for _ in 0..scale.flood_samples {
+        let (took, names) = time_blocking(|| control.command("list-sessions -F '#{session_name}'"));
+        ensure!(names?.len() > scale.flood_sessions, "tmux listed too few");
+        samples.push(took);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    drop(control);
+    drop(tmux);
+    let mut drained = 0;
+    for (mut child, reader) in drainers {
+        let _ = child.kill();
+        let _ = child.wait();
+        drained += reader.join().unwrap_or(0);
+    }
+    Ok((samples, drained, seconds))
+}

@@ -1,0 +1,181 @@
+//! Scenario 1: List at scale: live sessions in a workspace and ended rows in the
+//! database; `ListSessions`, the daemon's `List`, a bare RPC (the floor),
+//! tmux control-mode `list-sessions -F` and `tmux list-sessions` (the peer).
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Result, ensure};
+use holdfast::proto::daemon::v1 as daemon_pb;
+use host_service::store::{SessionRow, Store, WorkspaceRow, micros};
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_client::HealthClient;
+
+use super::Ctx;
+use crate::report::{Figure, Role, Row};
+use crate::services::{Home, poll, stop_daemon};
+use crate::stats::{Samples, time, time_blocking};
+use crate::tmux::Tmux;
+
+const NAME: &str = "1. list at scale";
+
+/// Seeds ended rows, half in the measured workspace, half in nine others;
+/// returns the measured workspace's id.
+async fn seed(database: &Path, rows: usize) -> Result<String> {
+    let store = Store::open(database).await?;
+    let now = micros(SystemTime::now());
+    let mut workspaces = Vec::new();
+    for i in 0..10 {
+        let row = WorkspaceRow {
+            id: uuid::Uuid::new_v4().to_string(),
+            name: format!("bench-{i}"),
+            created_at: now,
+            closed_at: None,
+        };
+        workspaces.push(store.create_workspace(row).await?.id);
+    }
+    for i in 0..rows {
+        let workspace_id = if i % 2 == 0 {
+            &workspaces[0]
+        } else {
+            &workspaces[1 + i % 9]
+        };
+        store
+            .insert_session(SessionRow {
+                id: uuid::Uuid::new_v4().to_string(),
+                workspace_id: workspace_id.clone(),
+                status: "exited".into(),
+                listed: true,
+                title: format!("ended {i}"),
+                argv: r#"["true"]"#.into(),
+                cwd: "/".into(),
+                created_at: now,
+                last_attached_at: None,
+                ended_at: Some(now),
+                exit_code: Some(0),
+                exit_signal: None,
+                dispose_requested_at: None,
+            })
+            .await?;
+    }
+    Ok(workspaces.swap_remove(0))
+}
+
+pub async fn run(ctx: &mut Ctx) -> Result<()> {
+    let scale = ctx.scale.clone();
+    let sessions = scale.list_sessions;
+    let home = Home::new()?;
+    let workspace = seed(&home.database(), scale.ended_rows).await?;
+    let mut host = home.start_host(&ctx.bins, &[]).await?;
+    host.create_many(&workspace, &["sleep", "86400"], sessions)
+        .await?;
+    poll("every session listed", || {
+        let mut terminals = host.terminals.clone();
+        let workspace = workspace.clone();
+        async move {
+            let list = terminals
+                .list_sessions(holdfast::proto::host::v1::ListSessionsRequest {
+                    workspace_id: workspace,
+                })
+                .await
+                .ok()?
+                .into_inner();
+            (list.sessions.len() == sessions).then_some(())
+        }
+    })
+    .await?;
+
+    let tmux = Tmux::start()?;
+    let mut control = tmux.control("base")?;
+    for i in 0..sessions {
+        control.send(&format!("new-session -d -s s{i} sleep 86400"))?;
+    }
+    for _ in 0..sessions {
+        control.reply(true)?;
+    }
+
+    let mut health = HealthClient::new(host.channel.clone());
+    let mut daemon = host.daemon().clone();
+    let [
+        mut listed,
+        mut daemon_list,
+        mut bare,
+        mut control_list,
+        mut process_list,
+    ] = std::array::from_fn(|_| Samples::default());
+    for i in 0..scale.list_samples {
+        let (took, list) = time(host.list(&workspace)).await;
+        let list = list?;
+        ensure!(
+            list.sessions.len() == sessions,
+            "listed {} of {sessions}",
+            list.sessions.len()
+        );
+        listed.push(took);
+        let (took, reply) = time(daemon.list(daemon_pb::ListRequest {})).await;
+        ensure!(
+            reply?.into_inner().sessions.len() >= sessions,
+            "daemon list short"
+        );
+        daemon_list.push(took);
+        let (took, reply) = time(health.check(HealthCheckRequest::default())).await;
+        reply?;
+        bare.push(took);
+        let (took, names) = time_blocking(|| control.command("list-sessions -F '#{session_name}'"));
+        ensure!(names?.len() > sessions, "tmux listed too few");
+        control_list.push(took);
+        if i % 5 == 0 {
+            let (took, out) = time_blocking(|| tmux.run(&["list-sessions"]));
+            ensure!(out?.lines().count() > sessions, "tmux listed too few");
+            process_list.push(took);
+        }
+    }
+    let setting = format!("{sessions} live sessions, {} ended rows", scale.ended_rows);
+    let report = &mut ctx.report;
+    report.add(
+        Row::new(
+            NAME,
+            Role::Holdfast,
+            "host ListSessions (TCP)",
+            Figure::latency(&listed),
+        )
+        .target(
+            "p50 ≤ 1 ms, p99 ≤ 2 ms",
+            listed.p50() <= Duration::from_millis(1) && listed.p99() <= Duration::from_millis(2),
+        )
+        .note(setting),
+    );
+    report.add(
+        Row::new(
+            NAME,
+            Role::Holdfast,
+            "daemon List (unix socket)",
+            Figure::latency(&daemon_list),
+        )
+        .target(
+            "p50 ≤ 0.5 ms",
+            daemon_list.p50() <= Duration::from_micros(500),
+        ),
+    );
+    report.add(Row::new(
+        NAME,
+        Role::Floor,
+        "empty RPC: health Check (TCP)",
+        Figure::latency(&bare),
+    ));
+    report.add(Row::new(
+        NAME,
+        Role::Peer,
+        "tmux control mode list-sessions -F",
+        Figure::latency(&control_list),
+    ));
+    report.add(Row::new(
+        NAME,
+        Role::Peer,
+        "`tmux list-sessions` (a process)",
+        Figure::latency(&process_list),
+    ));
+    drop(control);
+    stop_daemon(host.daemon()).await;
+    Ok(())
+}

@@ -1,0 +1,109 @@
+//! Scenario 3: Spawn: a request to start `echo x` until its first output byte
+//! arrives, through the host-service and the daemon; the floor is openpty +
+//! fork/exec + the first read in-process; the peer `tmux new-session -d`.
+
+use std::io::Read;
+use std::time::Duration;
+
+use anyhow::Result;
+use holdfast::proto::daemon::v1 as daemon_pb;
+use holdfast::proto::host::v1 as pb;
+
+use super::Ctx;
+use crate::floor::RawPty;
+use crate::report::{Figure, Role, Row};
+use crate::services::{Home, spawn_request, stop_daemon};
+use crate::stats::{Samples, time_blocking};
+use crate::streams::first_output;
+use crate::tmux::Tmux;
+
+const NAME: &str = "3. spawn to first output byte";
+const ARGV: [&str; 2] = ["echo", "x"];
+
+pub async fn run(ctx: &mut Ctx) -> Result<()> {
+    let home = Home::new()?;
+    let mut host = home.start_host(&ctx.bins, &[]).await?;
+    let workspace = host.workspace("spawn").await?;
+    let mut daemon = host.daemon().clone();
+    let tmux = Tmux::start()?;
+    let [mut via_host, mut via_daemon, mut floor, mut peer] =
+        std::array::from_fn(|_| Samples::default());
+    for i in 0..ctx.scale.spawn_samples {
+        let start = std::time::Instant::now();
+        let session = host.create(&workspace, &ARGV).await?;
+        let mut stream = host
+            .terminals
+            .attach_session(pb::AttachSessionRequest {
+                session_id: session.session_id,
+                from_offset: Some(0),
+            })
+            .await?
+            .into_inner();
+        first_output(&mut stream).await?;
+        via_host.push(start.elapsed());
+
+        let start = std::time::Instant::now();
+        let id = format!("spawn-{i}");
+        daemon.spawn(spawn_request(&id, &ARGV)).await?;
+        let mut stream = daemon
+            .attach(daemon_pb::AttachRequest {
+                session_id: id,
+                from_offset: Some(0),
+            })
+            .await?
+            .into_inner();
+        first_output(&mut stream).await?;
+        via_daemon.push(start.elapsed());
+
+        let (took, pty) = time_blocking(|| -> Result<RawPty> {
+            let mut pty = RawPty::spawn(&ARGV)?;
+            let mut byte = [0u8; 1];
+            pty.reader.read_exact(&mut byte)?;
+            Ok(pty)
+        });
+        drop(pty?);
+        floor.push(took);
+
+        let (took, done) =
+            time_blocking(|| tmux.run(&["new-session", "-d", "-s", &format!("s{i}"), "echo x"]));
+        done?;
+        peer.push(took);
+    }
+    let report = &mut ctx.report;
+    report.add(
+        Row::new(
+            NAME,
+            Role::Holdfast,
+            "host CreateSession → AttachSession first byte",
+            Figure::latency(&via_host),
+        )
+        .target(
+            "p50 ≤ 2 ms, p99 ≤ 5 ms",
+            via_host.p50() <= Duration::from_millis(2)
+                && via_host.p99() <= Duration::from_millis(5),
+        ),
+    );
+    report.add(Row::new(
+        NAME,
+        Role::Holdfast,
+        "daemon Spawn → Attach first byte",
+        Figure::latency(&via_daemon),
+    ));
+    report.add(Row::new(
+        NAME,
+        Role::Floor,
+        "openpty + fork/exec → first byte",
+        Figure::latency(&floor),
+    ));
+    report.add(
+        Row::new(
+            NAME,
+            Role::Peer,
+            "`tmux new-session -d` (a process)",
+            Figure::latency(&peer),
+        )
+        .note("until the command returns; tmux gives no first-byte event"),
+    );
+    stop_daemon(host.daemon()).await;
+    Ok(())
+}

@@ -1,0 +1,307 @@
+//! The real binaries, started in temp dirs: a host-service (which launches
+//! its daemon) or a daemon alone, and clients over their real sockets.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use holdfast::daemon_client::{self, DaemonClient};
+use holdfast::proto::daemon::v1 as daemon_pb;
+use holdfast::proto::host::v1 as pb;
+use holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient;
+use holdfast::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
+use tonic::transport::Channel;
+
+/// Where the binaries under test are.
+#[derive(Debug, Clone)]
+pub struct Bins {
+    pub host_service: PathBuf,
+    pub pty_daemon: PathBuf,
+}
+
+impl Bins {
+    pub fn in_dir(dir: &Path) -> Result<Self> {
+        let bins = Self {
+            host_service: dir.join("host-service"),
+            pty_daemon: dir.join("pty-daemon"),
+        };
+        for bin in [&bins.host_service, &bins.pty_daemon] {
+            if !bin.exists() {
+                bail!("{} is missing: build the workspace first", bin.display());
+            }
+        }
+        Ok(bins)
+    }
+}
+
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Polls `check` every millisecond until it gives a value.
+pub async fn poll<T, F, Fut>(what: &str, mut check: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Some(value) = check().await {
+            return Ok(value);
+        }
+        if Instant::now() > deadline {
+            bail!("gave up waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// A temp dir with a daemon socket and a database.
+pub struct Home {
+    pub dir: tempfile::TempDir,
+}
+
+impl Home {
+    pub fn new() -> Result<Self> {
+        Ok(Self {
+            dir: tempfile::Builder::new()
+                .prefix("holdfast-bench")
+                .tempdir()?,
+        })
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("run").join("ptyd.sock")
+    }
+
+    pub fn database(&self) -> PathBuf {
+        self.dir.path().join("data").join("holdfast.db")
+    }
+
+    /// Spawns a host-service on `listen` without waiting for it.
+    pub fn spawn_host(&self, bins: &Bins, listen: &str, extra: &[&str]) -> Result<Child> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("host.log"))?;
+        Command::new(&bins.host_service)
+            .args(["--listen", listen, "--daemon-socket"])
+            .arg(self.socket())
+            .arg("--database-url")
+            .arg(self.database())
+            .args(["--daemon-bin"])
+            .arg(&bins.pty_daemon)
+            .args(extra)
+            // Exited sessions leave the daemon's list soon, so spawn-heavy
+            // scenarios do not grow the lists later ones measure.
+            .env("HOLDFAST_EXIT_RETENTION_SECS", "2")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .context("starting host-service")
+    }
+
+    /// Starts a host-service and waits until it answers.
+    pub async fn start_host(&self, bins: &Bins, extra: &[&str]) -> Result<Host> {
+        let listen = free_port()?;
+        let child = self.spawn_host(bins, &listen, extra)?;
+        let mut host = Host::connect(child, &listen).await.with_context(|| {
+            let log = std::fs::read_to_string(self.dir.path().join("host.log"));
+            format!("its log:\n{}", log.unwrap_or_default())
+        })?;
+        host.daemon = Some(self.daemon().await?);
+        Ok(host)
+    }
+
+    /// A client of the daemon on this home's socket.
+    pub async fn daemon(&self) -> Result<DaemonClient> {
+        let socket = self.socket();
+        poll("the daemon's socket", || {
+            let socket = socket.clone();
+            async move {
+                daemon_client::connect(&socket, Duration::from_secs(1))
+                    .await
+                    .ok()
+            }
+        })
+        .await
+    }
+
+    /// Starts a daemon alone, in the foreground, as this process's child.
+    pub async fn start_daemon(&self, bins: &Bins) -> Result<Daemon> {
+        let child = Command::new(&bins.pty_daemon)
+            .arg("--socket")
+            .arg(self.socket())
+            .env("HOLDFAST_EXIT_RETENTION_SECS", "0")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .context("starting pty-daemon")?;
+        let client = self.daemon().await?;
+        Ok(Daemon { child, client })
+    }
+}
+
+/// A loopback address with a port nobody listens on now.
+pub fn free_port() -> Result<String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.to_string())
+}
+
+/// A running host-service and clients of it (and of its daemon).
+pub struct Host {
+    pub child: Child,
+    pub uri: String,
+    pub channel: Channel,
+    pub terminals: TerminalServiceClient<Channel>,
+    pub workspaces: WorkspaceServiceClient<Channel>,
+    pub daemon: Option<DaemonClient>,
+}
+
+impl Host {
+    /// Connects to a host-service that is starting on `listen`.
+    pub async fn connect(child: Child, listen: &str) -> Result<Self> {
+        let uri = format!("http://{listen}");
+        let channel = poll("the host-service to listen", || {
+            let uri = uri.clone();
+            async move { Channel::from_shared(uri).ok()?.connect().await.ok() }
+        })
+        .await?;
+        Ok(Self {
+            child,
+            uri,
+            terminals: TerminalServiceClient::new(channel.clone())
+                .max_decoding_message_size(usize::MAX),
+            workspaces: WorkspaceServiceClient::new(channel.clone()),
+            channel,
+            daemon: None,
+        })
+    }
+
+    pub fn daemon(&mut self) -> &mut DaemonClient {
+        self.daemon.as_mut().expect("started with a daemon client")
+    }
+
+    pub async fn workspace(&mut self, name: &str) -> Result<String> {
+        let reply = self
+            .workspaces
+            .create_workspace(pb::CreateWorkspaceRequest { name: name.into() })
+            .await?
+            .into_inner();
+        Ok(reply.workspace.context("no workspace")?.workspace_id)
+    }
+
+    pub async fn create(&mut self, workspace_id: &str, argv: &[&str]) -> Result<pb::Session> {
+        let reply = self
+            .terminals
+            .create_session(pb::CreateSessionRequest {
+                workspace_id: workspace_id.into(),
+                argv: argv.iter().map(|a| a.to_string()).collect(),
+                cols: 80,
+                rows: 24,
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        reply.session.context("no session")
+    }
+
+    /// Creates `count` sessions, eight requests in flight at a time.
+    pub async fn create_many(
+        &mut self,
+        workspace_id: &str,
+        argv: &[&str],
+        count: usize,
+    ) -> Result<()> {
+        let mut tasks = tokio::task::JoinSet::new();
+        for lane in 0..8 {
+            let mut terminals = self.terminals.clone();
+            let request = pb::CreateSessionRequest {
+                workspace_id: workspace_id.into(),
+                argv: argv.iter().map(|a| a.to_string()).collect(),
+                ..Default::default()
+            };
+            let share = count / 8 + usize::from(lane < count % 8);
+            tasks.spawn(async move {
+                for _ in 0..share {
+                    terminals.create_session(request.clone()).await?;
+                }
+                Ok::<_, tonic::Status>(())
+            });
+        }
+        while let Some(done) = tasks.join_next().await {
+            done??;
+        }
+        Ok(())
+    }
+
+    pub async fn list(&mut self, workspace_id: &str) -> Result<pb::ListSessionsResponse> {
+        Ok(self
+            .terminals
+            .list_sessions(pb::ListSessionsRequest {
+                workspace_id: workspace_id.into(),
+            })
+            .await?
+            .into_inner())
+    }
+
+    /// SIGKILL, as a crash would, and reap.
+    pub fn crash(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.crash();
+    }
+}
+
+/// A daemon this process started in the foreground.
+pub struct Daemon {
+    pub child: Child,
+    pub client: DaemonClient,
+}
+
+impl Daemon {
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The pid of the daemon behind `client`.
+pub async fn daemon_pid(client: &mut DaemonClient) -> Result<i32> {
+    let reply = client.list(daemon_pb::ListRequest {}).await?.into_inner();
+    Ok(reply.daemon.context("no daemon info")?.pid as i32)
+}
+
+pub fn spawn_request(session_id: &str, argv: &[&str]) -> daemon_pb::SpawnRequest {
+    daemon_pb::SpawnRequest {
+        session_id: session_id.into(),
+        argv: argv.iter().map(|a| a.to_string()).collect(),
+        cols: 80,
+        rows: 24,
+        ..Default::default()
+    }
+}
+
+/// Stops the daemon a host-service launched (it outlives the host); it
+/// hangs up its sessions.
+pub async fn stop_daemon(client: &mut DaemonClient) {
+    if let Ok(pid) = daemon_pid(client).await {
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid).expect("pid"),
+            rustix::process::Signal::TERM,
+        );
+    }
+}
