@@ -488,7 +488,10 @@ impl Store {
 }
 
 /// Per-connection settings: WAL for concurrent readers, a busy timeout so
-/// writers queue instead of failing, and enforced foreign keys.
+/// writers queue instead of failing, and enforced foreign keys. The busy
+/// timeout comes first: switching to WAL needs a lock, and another process
+/// holding the file (a backup, an sqlite3 shell) must delay the start, not
+/// fail it.
 ///
 /// `synchronous = NORMAL` in WAL mode survives a crash or SIGKILL of the
 /// host-service with every committed row intact; only a power loss can drop
@@ -496,6 +499,6 @@ impl Store {
 fn configure_connection(conn: &mut SqliteConnection) -> QueryResult<()> {
     use diesel::connection::SimpleConnection;
     conn.batch_execute(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;",
+        "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
     )
 }

@@ -69,3 +69,45 @@ fn a_taken_port_fails_with_its_address() {
         String::from_utf8_lossy(&output.stderr).contains(&format!("cannot listen on {address}"))
     );
 }
+
+/// A database another process holds locked (a backup, an sqlite3 shell)
+/// delays the start instead of failing it.
+#[test]
+fn a_briefly_locked_database_delays_the_start() {
+    use diesel::connection::SimpleConnection;
+    use diesel::{Connection, SqliteConnection};
+    use std::io::{BufRead, BufReader};
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let database = dir.path().join("holdfast.db");
+    let mut holder =
+        SqliteConnection::establish(database.to_str().expect("UTF-8")).expect("open database");
+    holder
+        .batch_execute("CREATE TABLE held (x); BEGIN EXCLUSIVE; INSERT INTO held VALUES (1);")
+        .expect("lock");
+    let mut host = host_service()
+        .args(["--listen", "127.0.0.1:0", "--no-launch-daemon", "--daemon-socket"])
+        .arg(dir.path().join("ptyd.sock"))
+        .arg("--database-url")
+        .arg(&database)
+        .env("RUST_LOG", "info")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start host-service");
+    // Hold the lock while the host-service opens the file, then let go.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    holder.batch_execute("COMMIT;").expect("unlock");
+    let stderr = BufReader::new(host.stderr.take().expect("piped"));
+    let mut log = String::new();
+    for line in stderr.lines() {
+        let line = line.expect("log line");
+        log.push_str(&line);
+        log.push('\n');
+        if line.contains("host-service serving") || line.contains("Error") {
+            break;
+        }
+    }
+    let _ = host.kill();
+    let _ = host.wait();
+    assert!(log.contains("host-service serving"), "{log}");
+}
