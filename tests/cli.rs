@@ -264,3 +264,26 @@ async fn status_shows_both_services_their_versions_and_paths() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn the_cli_sends_the_token_from_the_environment() {
+    let home = HostHome::new();
+    let host = home
+        .start_with_env(&[], &[("HOLDFAST_AUTH_TOKEN", "cli-token")])
+        .await;
+    let refused = Command::new(binary("holdfast"))
+        .args(["--addr", &host.address, "workspace", "list"])
+        .env_remove("HOLDFAST_AUTH_TOKEN")
+        .output()
+        .expect("run holdfast");
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("HOLDFAST_AUTH_TOKEN"), "{stderr}");
+    let admitted = Command::new(binary("holdfast"))
+        .args(["--addr", &host.address, "workspace", "create", "tokened"])
+        .env("HOLDFAST_AUTH_TOKEN", "cli-token")
+        .output()
+        .expect("run holdfast");
+    let id = stdout_of(&admitted);
+    assert_eq!(id.trim().len(), 36, "a workspace id: {id}");
+}

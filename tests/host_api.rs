@@ -9,7 +9,6 @@ use std::time::Duration;
 use holdfast::proto::host::v1 as pb;
 use support::host::*;
 use support::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::Code;
 
 #[tokio::test]
@@ -369,32 +368,11 @@ async fn the_database_is_owner_only() {
 }
 
 /// One grpc-web call over plain HTTP/1.1, as a browser would send it.
-async fn grpc_web_call(address: &str, origin: &str) -> String {
-    let authority = address.trim_start_matches("http://");
-    let mut stream = tokio::net::TcpStream::connect(authority)
-        .await
-        .expect("connect");
-    // An empty ListWorkspacesRequest: flag 0, length 0.
-    let body = [0u8, 0, 0, 0, 0];
-    let head = format!(
-        "POST /holdfast.host.v1.WorkspaceService/ListWorkspaces HTTP/1.1\r\nHost: {authority}\r\nOrigin: {origin}\r\nContent-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.expect("write");
-    stream.write_all(&body).await.expect("write");
-    let mut response = Vec::new();
-    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut response))
-        .await
-        .expect("in time")
-        .expect("read");
-    String::from_utf8_lossy(&response).to_ascii_lowercase()
-}
-
 #[tokio::test]
 async fn grpc_web_answers_local_pages_and_health_reports_the_daemon() {
     let home = HostHome::new();
     let host = home.start(&[]).await;
-    let local = grpc_web_call(&host.address, "http://localhost:5173").await;
+    let local = grpc_web_call(&host.address, None, "http://localhost:5173").await;
     assert!(local.starts_with("http/1.1 200"), "{local}");
     assert!(
         local.contains("access-control-allow-origin: http://localhost:5173"),
@@ -404,7 +382,7 @@ async fn grpc_web_answers_local_pages_and_health_reports_the_daemon() {
         local.contains("grpc-status:0"),
         "the trailer frame reports success: {local}"
     );
-    let foreign = grpc_web_call(&host.address, "http://evil.example").await;
+    let foreign = grpc_web_call(&host.address, None, "http://evil.example").await;
     assert!(
         !foreign.contains("access-control-allow-origin"),
         "a foreign page gets no CORS grant: {foreign}"

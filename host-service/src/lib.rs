@@ -3,6 +3,7 @@
 //! workspace have?" from the pty-daemon and the database, so sessions
 //! survive restarts of this process in every list.
 
+pub mod access;
 pub mod error;
 pub mod live_sessions;
 pub mod memory;
@@ -50,6 +51,8 @@ pub struct Config {
     pub reap_interval: Duration,
     /// Browser origins allowed besides this machine's.
     pub cors_origins: Vec<String>,
+    /// The bearer token every request must carry; required off loopback.
+    pub auth_token: Option<access::Token>,
 }
 
 /// Why the service could not start or stopped with an error.
@@ -70,6 +73,9 @@ pub enum StartError {
     /// The server failed.
     #[error("serving failed: {0}")]
     Serve(#[from] tonic::transport::Error),
+    /// A non-loopback address without a token.
+    #[error(transparent)]
+    Unprotected(#[from] access::UnprotectedListen),
     /// Signal handling could not be set up.
     #[error("installing signal handlers: {0}")]
     Signals(std::io::Error),
@@ -80,6 +86,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// Runs the service until SIGTERM or SIGINT. Never stops the daemon.
 pub async fn run(config: Config) -> Result<(), StartError> {
+    let access = access::Policy::new(config.listen, config.auth_token.clone())?;
     let store = Store::open(&config.database).await?;
     tracing::info!(database = %config.database.display(), "database ready");
     let (reporter, health_service) = tonic_health::server::health_reporter();
@@ -141,6 +148,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         status,
         health_service,
         config.cors_origins,
+        access,
         async {
             let _ = stopped.await;
         },

@@ -56,6 +56,11 @@ struct Args {
         value_delimiter = ','
     )]
     cors_origins: Vec<String>,
+    /// Bearer token every request must carry (`authorization: Bearer …`);
+    /// required to listen anywhere but loopback. Prefer the environment
+    /// variable: a flag is visible to other users in `ps`.
+    #[arg(long, env = "HOLDFAST_AUTH_TOKEN", hide_env_values = true)]
+    auth_token: Option<String>,
     /// Log format; `RUST_LOG` filters.
     #[arg(long, env = "HOLDFAST_LOG_FORMAT", value_enum, default_value_t = holdfast::logging::LogFormat::Text)]
     log_format: holdfast::logging::LogFormat,
@@ -109,6 +114,10 @@ fn main() -> anyhow::Result<()> {
         operation_timeout: Duration::from_millis(args.operation_timeout_ms),
         reap_interval: Duration::from_secs(args.reap_interval_secs),
         cors_origins: args.cors_origins,
+        auth_token: args
+            .auth_token
+            .as_deref()
+            .and_then(host_service::access::Token::new),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .thread_name("holdfast-host")

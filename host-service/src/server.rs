@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
+use crate::access::{AccessLayer, Policy};
 use crate::service::Host;
 use crate::status::HostStatus;
 
@@ -27,6 +28,7 @@ pub async fn serve(
         impl tonic_health::pb::health_server::Health,
     >,
     cors_origins: Vec<String>,
+    access: Policy,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
     let (reflection_v1, reflection_v1alpha) = holdfast::reflection::services(&[
@@ -38,6 +40,8 @@ pub async fn serve(
         .accept_http1(true)
         .layer(cors(cors_origins))
         .layer(tonic_web::GrpcWebLayer::new())
+        // Inside grpc-web, so a refusal reaches browsers as grpc-web too.
+        .layer(AccessLayer::new(access))
         .add_service(WorkspaceServiceServer::new(host.clone()))
         .add_service(StatusServiceServer::new(status))
         .add_service(TerminalServiceServer::new(host).max_decoding_message_size(MAX_REQUEST_BYTES))
@@ -75,17 +79,10 @@ fn cors(extra_origins: Vec<String>) -> CorsLayer {
 }
 
 fn is_loopback_origin(origin: &str) -> bool {
-    let Some(rest) = origin
+    origin
         .strip_prefix("http://")
         .or_else(|| origin.strip_prefix("https://"))
-    else {
-        return false;
-    };
-    let host = match rest.rsplit_once(':') {
-        Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host,
-        _ => rest,
-    };
-    matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+        .is_some_and(crate::access::is_loopback_authority)
 }
 
 #[cfg(test)]

@@ -245,6 +245,8 @@ impl Supervisor {
             .arg("--socket")
             .arg(&self.socket)
             .args(&launcher.args)
+            // The daemon needs no token, and must not hand it on.
+            .env_remove("HOLDFAST_AUTH_TOKEN")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());

@@ -86,7 +86,12 @@ fn a_briefly_locked_database_delays_the_start() {
         .batch_execute("CREATE TABLE held (x); BEGIN EXCLUSIVE; INSERT INTO held VALUES (1);")
         .expect("lock");
     let mut host = host_service()
-        .args(["--listen", "127.0.0.1:0", "--no-launch-daemon", "--daemon-socket"])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--no-launch-daemon",
+            "--daemon-socket",
+        ])
         .arg(dir.path().join("ptyd.sock"))
         .arg("--database-url")
         .arg(&database)

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
 use holdfast::proto::host::v1 as pb;
 use holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient;
 use holdfast::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
@@ -36,6 +38,11 @@ impl HostHome {
     /// Starts a host-service here (it adopts or launches the daemon) and
     /// waits until it serves.
     pub async fn start(&self, extra: &[&str]) -> HostService {
+        self.start_with_env(extra, &[]).await
+    }
+
+    /// [`HostHome::start`] with extra environment variables.
+    pub async fn start_with_env(&self, extra: &[&str], env: &[(&str, &str)]) -> HostService {
         let log = self.dir.path().join(format!(
             "host-{}.log",
             std::time::SystemTime::now()
@@ -49,6 +56,7 @@ impl HostHome {
             .arg("--database-url")
             .arg(self.database())
             .args(extra)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "info,host_service=debug")
             .stdin(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log file"))
@@ -276,4 +284,28 @@ pub async fn receive_host_text(
         }
     }
     text
+}
+
+/// A grpc-web `ListWorkspaces` over raw HTTP/1.1, as a browser sends it,
+/// with `Host` set to `host` (default: the address); the response, lowercased.
+pub async fn grpc_web_call(address: &str, host: Option<&str>, origin: &str) -> String {
+    let authority = address.trim_start_matches("http://");
+    let host = host.unwrap_or(authority);
+    let mut stream = tokio::net::TcpStream::connect(authority)
+        .await
+        .expect("connect");
+    // An empty ListWorkspacesRequest: flag 0, length 0.
+    let body = [0u8, 0, 0, 0, 0];
+    let head = format!(
+        "POST /holdfast.host.v1.WorkspaceService/ListWorkspaces HTTP/1.1\r\nHost: {host}\r\nOrigin: {origin}\r\nContent-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.expect("write");
+    stream.write_all(&body).await.expect("write");
+    let mut response = Vec::new();
+    tokio::time::timeout(super::PATIENCE, stream.read_to_end(&mut response))
+        .await
+        .expect("in time")
+        .expect("read");
+    String::from_utf8_lossy(&response).to_ascii_lowercase()
 }

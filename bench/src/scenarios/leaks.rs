@@ -69,20 +69,43 @@ async fn cycle(daemon: &mut Daemon, first: usize, cycles: usize) -> Result<()> {
     Ok(())
 }
 
+/// Waits until the daemon's sweep has forgotten every exited session.
+async fn swept(daemon: &mut Daemon) -> Result<()> {
+    let client = daemon.client.clone();
+    crate::services::poll("the sweep", || {
+        let mut client = client.clone();
+        async move {
+            let list = client
+                .list(daemon_pb::ListRequest {})
+                .await
+                .ok()?
+                .into_inner();
+            list.sessions.is_empty().then_some(())
+        }
+    })
+    .await
+}
+
 pub async fn run(ctx: &mut Ctx) -> Result<()> {
     let cycles = ctx.scale.leak_cycles;
     let home = Home::new()?;
     let mut daemon = home.start_daemon(&ctx.bins).await?;
     let pid = daemon.pid();
     cycle(&mut daemon, 0, 100).await?;
+    swept(&mut daemon).await?;
     let before = usage(pid);
     let start = Instant::now();
     cycle(&mut daemon, 100, cycles).await?;
     let per_cycle = start.elapsed() / cycles as u32;
-    // Exited sessions leave the list at once (retention 0) but are dropped
-    // by a sweep; give it a moment before counting.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let after = usage(pid);
+    swept(&mut daemon).await?;
+    // Exited sessions are dropped by a sweep, and idle blocking-pool
+    // threads retire after 10 s: wait (bounded) for the baseline.
+    let settle = Instant::now() + Duration::from_secs(15);
+    let mut after = usage(pid);
+    while (after.fds > before.fds || after.threads > before.threads) && Instant::now() < settle {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        after = usage(pid);
+    }
     let growth = (after.rss_kib as f64 / before.rss_kib as f64 - 1.0) * 100.0;
 
     // Stop time with many sessions.

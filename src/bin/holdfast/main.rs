@@ -9,6 +9,8 @@ use holdfast::proto::host::v1 as pb;
 use holdfast::proto::host::v1::status_service_client::StatusServiceClient;
 use holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient;
 use holdfast::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::{Interceptor, interceptor::InterceptedService};
 use tonic::transport::Channel;
 
 /// Keep terminal sessions alive and visible across restarts.
@@ -23,6 +25,14 @@ struct Cli {
         global = true
     )]
     addr: String,
+    /// The host-service's bearer token, when it requires one.
+    #[arg(
+        long,
+        env = "HOLDFAST_AUTH_TOKEN",
+        hide_env_values = true,
+        global = true
+    )]
+    auth_token: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -106,10 +116,31 @@ const DEFAULT_WORKSPACE: &str = "default";
 
 mod attach;
 
+/// The channel, with the bearer token (if any) on every request.
+type Transport = InterceptedService<Channel, Bearer>;
+
 struct Clients {
-    status: StatusServiceClient<Channel>,
-    workspaces: WorkspaceServiceClient<Channel>,
-    terminals: TerminalServiceClient<Channel>,
+    status: StatusServiceClient<Transport>,
+    workspaces: WorkspaceServiceClient<Transport>,
+    terminals: TerminalServiceClient<Transport>,
+}
+
+/// Adds `authorization: Bearer <token>` when a token is set.
+#[derive(Clone)]
+struct Bearer(Option<MetadataValue<Ascii>>);
+
+impl Interceptor for Bearer {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(value) = &self.0 {
+            request
+                .metadata_mut()
+                .insert("authorization", value.clone());
+        }
+        Ok(request)
+    }
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -126,7 +157,16 @@ async fn main() {
     std::process::exit(code.into());
 }
 
-async fn connect(addr: &str) -> anyhow::Result<Clients> {
+async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<Clients> {
+    let bearer = Bearer(
+        token
+            .map(|token| {
+                format!("Bearer {token}")
+                    .parse()
+                    .context("the auth token must be printable ASCII")
+            })
+            .transpose()?,
+    );
     let endpoint = Channel::from_shared(addr.to_owned())
         .with_context(|| format!("{addr:?} is not a valid address (try http://127.0.0.1:7077)"))?
         .connect_timeout(Duration::from_secs(3));
@@ -137,9 +177,9 @@ async fn connect(addr: &str) -> anyhow::Result<Clients> {
         )
     })?;
     Ok(Clients {
-        status: StatusServiceClient::new(channel.clone()),
-        workspaces: WorkspaceServiceClient::new(channel.clone()),
-        terminals: TerminalServiceClient::new(channel),
+        status: StatusServiceClient::with_interceptor(channel.clone(), bearer.clone()),
+        workspaces: WorkspaceServiceClient::with_interceptor(channel.clone(), bearer.clone()),
+        terminals: TerminalServiceClient::with_interceptor(channel, bearer),
     })
 }
 
@@ -149,7 +189,7 @@ fn refused(status: tonic::Status) -> anyhow::Error {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<u8> {
-    let mut clients = connect(&cli.addr).await?;
+    let mut clients = connect(&cli.addr, cli.auth_token.as_deref()).await?;
     match cli.command {
         Command::Workspace(WorkspaceCommand::Create { name }) => {
             let workspace = create_workspace(&mut clients, &name).await?;

@@ -1,0 +1,242 @@
+//! Who may call the host API: every request passes here before any service.
+//!
+//! - With a token (`--auth-token`), a request must carry
+//!   `authorization: Bearer <token>`; the comparison takes the same time
+//!   wherever the first wrong byte is. Anything else is `UNAUTHENTICATED`.
+//! - Without one (loopback only: [`Policy::new`] refuses other addresses),
+//!   the request's `Host` (`:authority`) must name this machine. A web page
+//!   on another site that points its own DNS name at 127.0.0.1 (DNS
+//!   rebinding) is same-origin to the browser, so CORS does not stop it;
+//!   its requests carry that foreign name and are refused here with
+//!   `PERMISSION_DENIED`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures_util::future::{Either, Ready, ready};
+use subtle::ConstantTimeEq;
+
+/// The bearer token clients must present. Never printed.
+#[derive(Clone)]
+pub struct Token(Arc<[u8]>);
+
+impl Token {
+    /// A token from its text; `None` when empty (no token).
+    pub fn new(text: &str) -> Option<Self> {
+        (!text.is_empty()).then(|| Self(text.as_bytes().into()))
+    }
+
+    fn matches(&self, presented: &[u8]) -> bool {
+        // Lengths may differ; ct_eq then answers false without comparing,
+        // which reveals only the length.
+        bool::from(self.0.ct_eq(presented))
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+/// Why the host-service will not start with this access configuration.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "refusing to listen on {0} without a token: anyone who can reach it could run programs as you. \
+     Set HOLDFAST_AUTH_TOKEN (or --auth-token), or listen on 127.0.0.1"
+)]
+pub struct UnprotectedListen(pub SocketAddr);
+
+/// The access rules for one listening address.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    token: Option<Token>,
+}
+
+impl Policy {
+    /// Loopback may go without a token; any other address needs one.
+    pub fn new(listen: SocketAddr, token: Option<Token>) -> Result<Self, UnprotectedListen> {
+        if token.is_none() && !listen.ip().is_loopback() {
+            return Err(UnprotectedListen(listen));
+        }
+        Ok(Self { token })
+    }
+
+    /// `Ok` when the request may proceed, else the status to answer.
+    fn check<B>(&self, request: &http::Request<B>) -> Result<(), tonic::Status> {
+        // CORS preflights carry no credentials; the CORS layer answers them.
+        if request.method() == http::Method::OPTIONS {
+            return Ok(());
+        }
+        match &self.token {
+            Some(token) => {
+                let presented = request
+                    .headers()
+                    .get(http::header::AUTHORIZATION)
+                    .and_then(|value| value.as_bytes().strip_prefix(b"Bearer "));
+                match presented {
+                    Some(presented) if token.matches(presented) => Ok(()),
+                    Some(_) => Err(tonic::Status::unauthenticated("the bearer token is wrong")),
+                    None => Err(tonic::Status::unauthenticated(
+                        "this host-service requires `authorization: Bearer <token>` (HOLDFAST_AUTH_TOKEN)",
+                    )),
+                }
+            }
+            None => {
+                let authority = request
+                    .uri()
+                    .authority()
+                    .map(|a| a.as_str().to_owned())
+                    .or_else(|| {
+                        let host = request.headers().get(http::header::HOST)?;
+                        host.to_str().ok().map(str::to_owned)
+                    });
+                match authority {
+                    Some(authority) if is_loopback_authority(&authority) => Ok(()),
+                    other => Err(tonic::Status::permission_denied(format!(
+                        "requests must be addressed to this machine (localhost, 127.0.0.1 or [::1]), not {}; \
+                         use a token (HOLDFAST_AUTH_TOKEN) to serve other names",
+                        other.as_deref().unwrap_or("no host")
+                    ))),
+                }
+            }
+        }
+    }
+}
+
+/// Whether `authority` (`host[:port]`) names this machine.
+pub fn is_loopback_authority(authority: &str) -> bool {
+    let host = match authority.rsplit_once(':') {
+        Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host,
+        _ => authority,
+    };
+    matches!(
+        host.to_ascii_lowercase().as_str(),
+        "localhost" | "127.0.0.1" | "[::1]"
+    )
+}
+
+/// Wraps the whole server in a [`Policy`].
+#[derive(Debug, Clone)]
+pub struct AccessLayer {
+    policy: Arc<Policy>,
+}
+
+impl AccessLayer {
+    pub fn new(policy: Policy) -> Self {
+        Self {
+            policy: Arc::new(policy),
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for AccessLayer {
+    type Service = Access<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Access {
+            inner,
+            policy: Arc::clone(&self.policy),
+        }
+    }
+}
+
+/// The service [`AccessLayer`] makes.
+#[derive(Debug, Clone)]
+pub struct Access<S> {
+    inner: S,
+    policy: Arc<Policy>,
+}
+
+impl<S, ReqBody, ResBody> tower::Service<http::Request<ReqBody>> for Access<S>
+where
+    S: tower::Service<http::Request<ReqBody>, Response = http::Response<ResBody>>,
+    ResBody: Default,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Either<Ready<Result<Self::Response, Self::Error>>, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<ReqBody>) -> Self::Future {
+        match self.policy.check(&request) {
+            Ok(()) => Either::Right(self.inner.call(request)),
+            Err(status) => {
+                tracing::warn!(code = ?status.code(), path = request.uri().path(), "refused a request");
+                Either::Left(ready(Ok(status.into_http())))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(authority: &str, authorization: Option<&str>) -> http::Request<()> {
+        let mut builder = http::Request::post(format!(
+            "http://{authority}/holdfast.host.v1.TerminalService/ListSessions"
+        ));
+        if let Some(value) = authorization {
+            builder = builder.header(http::header::AUTHORIZATION, value);
+        }
+        builder.body(()).expect("request")
+    }
+
+    #[test]
+    fn loopback_without_a_token_admits_only_local_names() {
+        let policy = Policy::new("127.0.0.1:7077".parse().unwrap(), None).unwrap();
+        for ok in [
+            "127.0.0.1:7077",
+            "localhost:7077",
+            "LOCALHOST",
+            "[::1]:7077",
+        ] {
+            assert!(policy.check(&request(ok, None)).is_ok(), "{ok}");
+        }
+        for bad in [
+            "evil.example:7077",
+            "127.0.0.1.evil.example",
+            "10.0.0.1:7077",
+        ] {
+            let status = policy.check(&request(bad, None)).unwrap_err();
+            assert_eq!(status.code(), tonic::Code::PermissionDenied, "{bad}");
+        }
+    }
+
+    #[test]
+    fn other_addresses_need_a_token() {
+        let error = Policy::new("0.0.0.0:7077".parse().unwrap(), None).unwrap_err();
+        assert!(error.to_string().contains("HOLDFAST_AUTH_TOKEN"), "{error}");
+        assert!(Token::new("").is_none());
+    }
+
+    #[test]
+    fn a_token_is_required_and_compared_whole() {
+        let token = Token::new("s3cret").unwrap();
+        let policy = Policy::new("0.0.0.0:7077".parse().unwrap(), Some(token)).unwrap();
+        let code = |auth| {
+            policy
+                .check(&request("example.org:7077", auth))
+                .map_err(|s| s.code())
+        };
+        assert_eq!(code(Some("Bearer s3cret")), Ok(()));
+        for bad in [
+            None,
+            Some("Bearer s3cre"),
+            Some("Bearer s3cret2"),
+            Some("s3cret"),
+            Some("Bearer "),
+        ] {
+            assert_eq!(code(bad), Err(tonic::Code::Unauthenticated), "{bad:?}");
+        }
+        assert_eq!(
+            format!("{:?}", Token::new("s3cret").unwrap()),
+            "Token(<redacted>)"
+        );
+    }
+}
