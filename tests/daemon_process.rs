@@ -77,7 +77,7 @@ async fn a_second_daemon_on_the_same_socket_is_refused() {
     // The first one keeps serving.
     let mut client = daemon.client().await;
     client
-        .list(pb::ListRequest {})
+        .list(pb::ListRequest::default())
         .await
         .expect("the first daemon still answers");
 }
@@ -105,7 +105,7 @@ async fn a_stale_socket_file_is_replaced() {
         }
     })
     .await;
-    client.list(pb::ListRequest {}).await.expect("list");
+    client.list(pb::ListRequest::default()).await.expect("list");
     let _ = rustix::process::kill_process(
         rustix::process::Pid::from_child(&child),
         rustix::process::Signal::TERM,
@@ -183,7 +183,7 @@ async fn a_daemonized_daemon_survives_its_launchers_sigkill() {
         .expect("the socket accepts once --daemonize returns");
     let session = spawn(&mut client, &["sleep", "1000"]).await;
     let daemon_pid = client
-        .list(pb::ListRequest {})
+        .list(pb::ListRequest::default())
         .await
         .expect("list")
         .into_inner()
@@ -201,7 +201,7 @@ async fn a_daemonized_daemon_survives_its_launchers_sigkill() {
         .await
         .expect("the daemon is still there");
     let listed = client
-        .list(pb::ListRequest {})
+        .list(pb::ListRequest::default())
         .await
         .expect("list")
         .into_inner();
@@ -324,7 +324,7 @@ async fn peer_helper() {
         Err(error) => format!("connect-error: {error}"),
         Ok(channel) => {
             match holdfast::proto::daemon::v1::pty_daemon_client::PtyDaemonClient::new(channel)
-                .list(pb::ListRequest {})
+                .list(pb::ListRequest::default())
                 .await
             {
                 Ok(_) => "allowed".to_owned(),

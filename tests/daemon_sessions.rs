@@ -347,7 +347,7 @@ async fn list_reports_every_session_and_the_daemon() {
     assert_eq!(chosen.session_id, "chosen-id.1");
     let other = spawn(&mut client, &["sleep", "1000"]).await;
     let listed = client
-        .list(pb::ListRequest {})
+        .list(pb::ListRequest::default())
         .await
         .expect("list")
         .into_inner();
@@ -362,4 +362,101 @@ async fn list_reports_every_session_and_the_daemon() {
     assert_eq!(info.version, holdfast::VERSION);
     assert!(info.started_at.is_some());
     assert_eq!(listed.sessions[0].argv, vec!["sleep", "1000"]);
+}
+
+/// `List` "if still generation G": only offsets while nothing but output
+/// changed; the full list after a spawn, a title, a resize or an exit.
+#[tokio::test]
+async fn list_if_generation_sends_only_offsets_until_something_else_changes() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let session = spawn(&mut client, &["cat"]).await;
+    let id = session.session_id.clone();
+    let lister = client.clone();
+    let list = |if_generation| {
+        let mut client = lister.clone();
+        async move {
+            client
+                .list(pb::ListRequest { if_generation })
+                .await
+                .expect("list")
+                .into_inner()
+        }
+    };
+    let full = list(None).await;
+    assert!(!full.unchanged);
+    assert_eq!(full.sessions.len(), 1);
+    let generation = full.generation;
+
+    // Output alone: unchanged, with the offset moving.
+    let mut stream = attach(&mut client, &id, None).await;
+    let mut received = Received::default();
+    client
+        .write(pb::WriteRequest {
+            session_id: id.clone(),
+            data: "more output\n".into(),
+        })
+        .await
+        .expect("write");
+    receive_text(&mut stream, &mut received, "more output\r\nmore output").await;
+    let offsets = list(Some(generation)).await;
+    assert!(offsets.unchanged, "{offsets:?}");
+    assert!(offsets.sessions.is_empty());
+    assert_eq!(offsets.generation, generation);
+    assert_eq!(offsets.output_offsets.len(), 1);
+    assert!(offsets.output_offsets[0] > full.sessions[0].output_offset);
+
+    // A title, a resize, a spawn, an exit: each answers in full.
+    let mut generation = generation;
+    client
+        .write(pb::WriteRequest {
+            session_id: id.clone(),
+            data: "\x1b]2;retitled\x07\n".into(),
+        })
+        .await
+        .expect("write");
+    receive_text(&mut stream, &mut received, "retitled").await;
+    let after_title = eventually("a new generation after the title", || {
+        let list = list(Some(generation));
+        async move { Some(list.await).filter(|l| !l.unchanged) }
+    })
+    .await;
+    assert_eq!(after_title.sessions[0].title, "retitled");
+    generation = after_title.generation;
+
+    client
+        .resize(pb::ResizeRequest {
+            session_id: id.clone(),
+            cols: 100,
+            rows: 30,
+        })
+        .await
+        .expect("resize");
+    let after_resize = list(Some(generation)).await;
+    assert!(!after_resize.unchanged);
+    assert_eq!(after_resize.sessions[0].cols, 100);
+    generation = after_resize.generation;
+
+    spawn(&mut client, &["sleep", "60"]).await;
+    let after_spawn = list(Some(generation)).await;
+    assert!(!after_spawn.unchanged);
+    assert_eq!(after_spawn.sessions.len(), 2);
+    generation = after_spawn.generation;
+
+    client
+        .kill(pb::KillRequest {
+            session_id: id.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("kill");
+    exited(&client, &id).await;
+    let after_exit = list(Some(generation)).await;
+    assert!(!after_exit.unchanged);
+    assert!(
+        after_exit
+            .sessions
+            .iter()
+            .any(|s| s.session_id == id && !s.alive)
+    );
 }

@@ -281,7 +281,10 @@ impl Drop for Daemon {
 
 /// The pid of the daemon behind `client`.
 pub async fn daemon_pid(client: &mut DaemonClient) -> Result<i32> {
-    let reply = client.list(daemon_pb::ListRequest {}).await?.into_inner();
+    let reply = client
+        .list(daemon_pb::ListRequest::default())
+        .await?
+        .into_inner();
     Ok(reply.daemon.context("no daemon info")?.pid as i32)
 }
 

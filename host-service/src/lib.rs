@@ -123,6 +123,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         daemon,
         health: supervisor.health(),
         deadline: config.daemon_deadline,
+        last_list: Default::default(),
     };
     let streams =
         holdfast::daemon_client::connect_lazy(&config.daemon_socket, config.operation_timeout);

@@ -6,7 +6,7 @@
 //! memory view returned, flagged, when it does not answer in time.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use holdfast::daemon_client::DaemonClient;
@@ -82,6 +82,32 @@ pub struct LiveSessionView {
     pub health: DaemonHealth,
     /// How long the daemon gets to answer, connecting included.
     pub deadline: Duration,
+    /// The daemon's last full list, to ask "if still this generation".
+    pub last_list: Arc<Mutex<Option<DaemonList>>>,
+}
+
+/// A full daemon list and the generation it belongs to.
+#[derive(Debug, Clone)]
+pub struct DaemonList {
+    daemon_pid: u32,
+    generation: u64,
+    sessions: Arc<Vec<daemon::Session>>,
+}
+
+/// The daemon's sessions for one request: a full list, possibly shared
+/// with earlier requests, and fresh output offsets when it was reused.
+struct DaemonView {
+    sessions: Arc<Vec<daemon::Session>>,
+    fresh_offsets: Option<Vec<u64>>,
+}
+
+impl DaemonView {
+    fn output_offset(&self, index: usize) -> u64 {
+        match &self.fresh_offsets {
+            Some(offsets) => offsets[index],
+            None => self.sessions[index].output_offset,
+        }
+    }
 }
 
 impl LiveSessionView {
@@ -93,16 +119,18 @@ impl LiveSessionView {
         // After the daemon answered: a session disposed meanwhile has left
         // memory by now and is not returned.
         let memory = self.memory.snapshot(workspace_id);
-        let daemon_sessions = match answer {
-            Ok(sessions) => sessions,
+        let view = match answer {
+            Ok(view) => view,
             Err(reason) => {
                 tracing::warn!(workspace_id, %reason, "daemon did not answer; listing from memory only");
                 return Ok(memory_only(memory, reason));
             }
         };
-        let by_id: HashMap<&str, &daemon::Session> = daemon_sessions
+        let daemon_sessions = view.sessions.as_slice();
+        let by_id: HashMap<&str, (usize, &daemon::Session)> = daemon_sessions
             .iter()
-            .map(|session| (session.session_id.as_str(), session))
+            .enumerate()
+            .map(|(index, session)| (session.session_id.as_str(), (index, session)))
             .collect();
 
         let mut live = Vec::new();
@@ -110,9 +138,9 @@ impl LiveSessionView {
         for remembered in memory {
             seen.insert(remembered.session_id.clone());
             // The daemon's word on liveness is fresher than memory's.
-            let Some(session) = by_id
+            let Some(&(index, session)) = by_id
                 .get(remembered.session_id.as_str())
-                .filter(|session| session.alive)
+                .filter(|(_, session)| session.alive)
             else {
                 continue;
             };
@@ -132,7 +160,7 @@ impl LiveSessionView {
                 pid: session.pid,
                 cols: session.cols,
                 rows: session.rows,
-                output_offset: session.output_offset,
+                output_offset: view.output_offset(index),
                 session_id: remembered.session_id,
                 workspace_id: remembered.workspace_id,
                 created_at: remembered.created_at,
@@ -150,7 +178,9 @@ impl LiveSessionView {
                 if seen.contains(&row.id) {
                     continue;
                 }
-                let Some(session) = by_id.get(row.id.as_str()).filter(|session| session.alive)
+                let Some(&(index, session)) = by_id
+                    .get(row.id.as_str())
+                    .filter(|(_, session)| session.alive)
                 else {
                     continue;
                 };
@@ -160,7 +190,7 @@ impl LiveSessionView {
                     pid: session.pid,
                     cols: session.cols,
                     rows: session.rows,
-                    output_offset: session.output_offset,
+                    output_offset: view.output_offset(index),
                     created_at: store::from_micros(row.created_at),
                     session_id: row.id,
                     workspace_id: row.workspace_id,
@@ -178,24 +208,51 @@ impl LiveSessionView {
         })
     }
 
-    /// The daemon's sessions, or why they could not be had in time.
-    async fn ask_daemon(&self) -> Result<Vec<daemon::Session>, String> {
+    /// The daemon's sessions, or why they could not be had in time. When
+    /// nothing but output changed since the last full list, the daemon
+    /// sends only the offsets and the last list is reused.
+    async fn ask_daemon(&self) -> Result<DaemonView, String> {
         if let Some(reason) = self.health.down_reason() {
             return Err(reason);
         }
-        let mut request = tonic::Request::new(daemon::ListRequest {});
-        // Tells the daemon to give up too; the timer below also bounds
-        // connecting, which the gRPC timeout does not cover.
-        request.set_timeout(self.deadline);
-        let mut client = self.daemon.clone();
         let timed_out = || {
             format!(
                 "the pty-daemon did not answer within {} ms",
                 self.deadline.as_millis()
             )
         };
-        match tokio::time::timeout(self.deadline, client.list(request)).await {
-            Ok(Ok(response)) => Ok(response.into_inner().sessions),
+        let started = tokio::time::Instant::now();
+        let last = self.last_list().clone();
+        let known = last.as_ref().map(|last| last.generation);
+        let answer = match self.list(known, self.deadline).await? {
+            Some(response) => self.remember(last, response),
+            None => return Err(timed_out()),
+        };
+        if let Some(view) = answer {
+            return Ok(view);
+        }
+        // "Unchanged" from a generation we do not hold (a daemon that
+        // restarted in between): ask again in full, within what is left.
+        let left = self.deadline.saturating_sub(started.elapsed());
+        match self.list(None, left).await? {
+            Some(response) => self.remember(None, response).ok_or_else(timed_out),
+            None => Err(timed_out()),
+        }
+    }
+
+    /// One `List` call under `deadline`; `None` when it ran out.
+    async fn list(
+        &self,
+        if_generation: Option<u64>,
+        deadline: Duration,
+    ) -> Result<Option<daemon::ListResponse>, String> {
+        let mut request = tonic::Request::new(daemon::ListRequest { if_generation });
+        // Tells the daemon to give up too; the timer below also bounds
+        // connecting, which the gRPC timeout does not cover.
+        request.set_timeout(deadline);
+        let mut client = self.daemon.clone();
+        match tokio::time::timeout(deadline, client.list(request)).await {
+            Ok(Ok(response)) => Ok(Some(response.into_inner())),
             // The gRPC timeout fired first: the same deadline.
             Ok(Err(status))
                 if matches!(
@@ -203,14 +260,58 @@ impl LiveSessionView {
                     tonic::Code::Cancelled | tonic::Code::DeadlineExceeded
                 ) =>
             {
-                Err(timed_out())
+                Ok(None)
             }
             Ok(Err(status)) => Err(format!(
                 "the pty-daemon failed to list sessions: {}",
                 status.message()
             )),
-            Err(_) => Err(timed_out()),
+            Err(_) => Ok(None),
         }
+    }
+}
+
+impl LiveSessionView {
+    fn last_list(&self) -> std::sync::MutexGuard<'_, Option<DaemonList>> {
+        self.last_list
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Turns a daemon answer into a view, keeping a full list for next
+    /// time; `None` for "unchanged" from a list we do not hold.
+    fn remember(
+        &self,
+        last: Option<DaemonList>,
+        response: daemon::ListResponse,
+    ) -> Option<DaemonView> {
+        let daemon_pid = response.daemon.as_ref().map_or(0, |daemon| daemon.pid);
+        if response.unchanged
+            && let Some(last) = last.filter(|last| {
+                last.daemon_pid == daemon_pid
+                    && last.generation == response.generation
+                    && last.sessions.len() == response.output_offsets.len()
+            })
+        {
+            return Some(DaemonView {
+                sessions: last.sessions,
+                fresh_offsets: Some(response.output_offsets),
+            });
+        }
+        if response.unchanged {
+            *self.last_list() = None;
+            return None;
+        }
+        let sessions = Arc::new(response.sessions);
+        *self.last_list() = Some(DaemonList {
+            daemon_pid,
+            generation: response.generation,
+            sessions: Arc::clone(&sessions),
+        });
+        Some(DaemonView {
+            sessions,
+            fresh_offsets: None,
+        })
     }
 }
 

@@ -75,7 +75,7 @@ impl Reaper {
         let creating = self.memory.creating();
         let in_creation = |id: &str| creating.contains(id) || self.memory.is_creating(id);
         let mut client = self.daemon.clone();
-        let mut request = tonic::Request::new(daemon::ListRequest {});
+        let mut request = tonic::Request::new(daemon::ListRequest::default());
         request.set_timeout(DAEMON_PATIENCE);
         let sessions = tokio::time::timeout(DAEMON_PATIENCE, client.list(request))
             .await

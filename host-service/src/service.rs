@@ -117,7 +117,7 @@ impl Host {
         let listed = self
             .daemon_call(
                 "listing sessions",
-                client.list(self.request(daemon::ListRequest {})),
+                client.list(self.request(daemon::ListRequest::default())),
             )
             .await
             .ok()

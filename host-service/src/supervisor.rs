@@ -214,7 +214,7 @@ impl Supervisor {
         let mut client = daemon_client::connect(&self.socket, Duration::from_secs(1))
             .await
             .map_err(|error| Probe::Unreachable(error.to_string()))?;
-        let mut request = tonic::Request::new(daemon::ListRequest {});
+        let mut request = tonic::Request::new(daemon::ListRequest::default());
         request.set_timeout(PROBE_PATIENCE);
         let unresponsive = || {
             Probe::Unresponsive(format!(

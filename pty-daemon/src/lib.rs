@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod error;
+pub mod generation;
 pub mod kill;
 pub mod listener;
 pub mod peer_auth;

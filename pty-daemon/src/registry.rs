@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use crate::error::{Error, Result};
 use tokio::sync::broadcast;
 
+use crate::generation::Generation;
 use crate::session::{ExitNotice, Session};
 use crate::spawn::{self, SpawnSpec};
 
@@ -36,6 +37,7 @@ pub struct Registry {
     sessions: Mutex<Sessions>,
     settings: SessionSettings,
     exits: broadcast::Sender<ExitNotice>,
+    generation: Generation,
 }
 
 impl Registry {
@@ -45,7 +47,14 @@ impl Registry {
             sessions: Mutex::default(),
             settings,
             exits: broadcast::Sender::new(EXIT_NOTICE_BUFFER),
+            generation: Generation::new(),
         }
+    }
+
+    /// Changes whenever [`Registry::all`] would list something new, apart
+    /// from output offsets.
+    pub fn generation(&self) -> u64 {
+        self.generation.current()
     }
 
     fn sessions(&self) -> MutexGuard<'_, Sessions> {
@@ -113,12 +122,15 @@ impl Registry {
                 rows,
                 self.settings.scrollback_bytes,
                 self.exits.clone(),
+                self.generation.clone(),
             )
         });
         let mut sessions = self.sessions();
         sessions.reserved.remove(&session_id);
         let session = started?;
         sessions.by_id.insert(session_id, Arc::clone(&session));
+        drop(sessions);
+        self.generation.bump();
         Ok(session)
     }
 
@@ -148,7 +160,12 @@ impl Registry {
                 Some(exit) => now.duration_since(exit.at).unwrap_or_default() < retention,
                 None => true,
             });
-        before - sessions.by_id.len()
+        let dropped = before - sessions.by_id.len();
+        drop(sessions);
+        if dropped > 0 {
+            self.generation.bump();
+        }
+        dropped
     }
 
     /// Runs [`Registry::sweep_exited`] periodically, forever.

@@ -96,17 +96,33 @@ impl PtyDaemon for DaemonService {
 
     async fn list(
         &self,
-        _request: Request<pb::ListRequest>,
+        request: Request<pb::ListRequest>,
     ) -> Result<Response<pb::ListResponse>, Status> {
-        let sessions = self
-            .registry
-            .all()
+        // The generation before the state: see generation.rs.
+        let generation = self.registry.generation();
+        let all = self.registry.all();
+        if request.into_inner().if_generation == Some(generation) {
+            let output_offsets = all.iter().map(|session| session.output_offset()).collect();
+            // A spawn or exit while the offsets were read: answer in full.
+            if self.registry.generation() == generation {
+                return Ok(Response::new(pb::ListResponse {
+                    daemon: Some(self.info.clone()),
+                    generation,
+                    unchanged: true,
+                    output_offsets,
+                    ..Default::default()
+                }));
+            }
+        }
+        let sessions = all
             .iter()
             .map(|session| session_to_proto(session.snapshot()))
             .collect();
         Ok(Response::new(pb::ListResponse {
             sessions,
             daemon: Some(self.info.clone()),
+            generation,
+            ..Default::default()
         }))
     }
 

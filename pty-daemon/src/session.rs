@@ -17,6 +17,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::{broadcast, watch};
 
 use crate::error::{Error, Result};
+use crate::generation::Generation;
 use crate::scrollback::{ReadAt, Scrollback};
 use crate::spawn::Spawned;
 use crate::title::TitleTracker;
@@ -139,6 +140,8 @@ pub struct Session {
     changes: watch::Sender<()>,
     /// Becomes true once the program has exited and been reaped.
     exited: watch::Sender<bool>,
+    /// Bumped after a change `List` shows (exit, title, size).
+    generation: Generation,
 }
 
 impl Session {
@@ -151,6 +154,7 @@ impl Session {
         rows: u16,
         scrollback_bytes: usize,
         exits: broadcast::Sender<ExitNotice>,
+        generation: Generation,
     ) -> Result<Arc<Self>> {
         let master = register(spawned.master, Interest::READABLE | Interest::WRITABLE)
             .map_err(|error| Error::io("registering the PTY master", error))?;
@@ -175,6 +179,7 @@ impl Session {
             }),
             changes: watch::Sender::new(()),
             exited: watch::Sender::new(false),
+            generation,
         });
         tokio::spawn(Arc::clone(&session).drive(pidfd, exits));
         Ok(session)
@@ -206,6 +211,11 @@ impl Session {
     /// How the program ended, once it has.
     pub fn exit_status(&self) -> Option<ExitStatus> {
         self.state().exit
+    }
+
+    /// Bytes of output produced so far.
+    pub fn output_offset(&self) -> u64 {
+        self.state().scrollback.end_offset()
     }
 
     /// The session as it is now.
@@ -270,6 +280,8 @@ impl Session {
             .map_err(|error| Error::io("resizing the PTY", error))?;
         state.cols = cols;
         state.rows = rows;
+        drop(state);
+        self.generation.bump();
         Ok(())
     }
 
@@ -374,6 +386,7 @@ impl Session {
         let exit = reap(&pidfd).await;
         tracing::debug!(session_id = %self.id, ?exit, "session exited");
         self.state().exit = Some(exit);
+        self.generation.bump();
         self.exited.send_replace(true);
         self.changes.send_replace(());
         // No watchers is fine: List still reports the exit.
@@ -402,15 +415,20 @@ impl Session {
     }
 
     fn append(&self, output: &[u8]) {
-        {
+        let retitled = {
             let mut state = self.state();
             state.scrollback.push(output);
-            if let Some(title) = state.titles.feed(output)
-                && title != state.title
-            {
-                state.title = title;
-                state.title_version += 1;
+            match state.titles.feed(output) {
+                Some(title) if title != state.title => {
+                    state.title = title;
+                    state.title_version += 1;
+                    true
+                }
+                _ => false,
             }
+        };
+        if retitled {
+            self.generation.bump();
         }
         self.changes.send_replace(());
     }

@@ -94,7 +94,7 @@ impl HostHome {
             .await
             .ok()?;
         let list = client
-            .list(holdfast::proto::daemon::v1::ListRequest {})
+            .list(holdfast::proto::daemon::v1::ListRequest::default())
             .await
             .ok()?
             .into_inner();

@@ -316,7 +316,7 @@ pub async fn receive_all(stream: &mut Streaming<pb::AttachResponse>) -> Received
 /// The daemon's view of one session.
 pub async fn find(client: &mut DaemonClient, session_id: &str) -> Option<pb::Session> {
     client
-        .list(pb::ListRequest {})
+        .list(pb::ListRequest::default())
         .await
         .expect("list")
         .into_inner()

@@ -30,7 +30,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         let mut client = client.clone();
         async move {
             let list = client
-                .list(daemon_pb::ListRequest {})
+                .list(daemon_pb::ListRequest::default())
                 .await
                 .ok()?
                 .into_inner();
@@ -46,7 +46,10 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             .await?;
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let list = client.list(daemon_pb::ListRequest {}).await?.into_inner();
+    let list = client
+        .list(daemon_pb::ListRequest::default())
+        .await?
+        .into_inner();
     ensure!(
         list.sessions.iter().filter(|s| s.alive).count() == count,
         "not every session is alive"

@@ -76,7 +76,7 @@ async fn swept(daemon: &mut Daemon) -> Result<()> {
         let mut client = client.clone();
         async move {
             let list = client
-                .list(daemon_pb::ListRequest {})
+                .list(daemon_pb::ListRequest::default())
                 .await
                 .ok()?
                 .into_inner();

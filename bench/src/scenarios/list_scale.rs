@@ -112,7 +112,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             list.sessions.len()
         );
         listed.push(took);
-        let (took, reply) = time(daemon.list(daemon_pb::ListRequest {})).await;
+        let (took, reply) = time(daemon.list(daemon_pb::ListRequest::default())).await;
         ensure!(
             reply?.into_inner().sessions.len() >= sessions,
             "daemon list short"
