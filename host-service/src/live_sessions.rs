@@ -147,13 +147,16 @@ impl LiveSessionView {
             if !remembered.listed || remembered.exit.is_some() {
                 continue;
             }
-            self.memory.refresh(
-                &remembered.session_id,
-                &session.title,
-                session.pid,
-                session.cols,
-                session.rows,
-            );
+            // A reused list changed in nothing memory keeps.
+            if view.fresh_offsets.is_none() {
+                self.memory.refresh(
+                    &remembered.session_id,
+                    &session.title,
+                    session.pid,
+                    session.cols,
+                    session.rows,
+                );
+            }
             live.push(LiveSession {
                 title: pick_title(&session.title, &remembered.title),
                 attached: remembered.attachments > 0,

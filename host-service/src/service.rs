@@ -2,8 +2,9 @@
 //! `TerminalService`. Requests are validated here; lists come from the
 //! derived function in `live_sessions`; errors become statuses in `error.rs`.
 
+use std::collections::HashSet;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use futures_util::{Stream, StreamExt};
@@ -38,6 +39,9 @@ pub struct Host {
     live: LiveSessionView,
     /// Bound on daemon calls other than listing (spawn, write, kill...).
     operation_timeout: Duration,
+    /// Workspaces known to exist. Rows are never deleted (closing only
+    /// stamps them), so a list need not ask the database again.
+    known_workspaces: Arc<Mutex<HashSet<String>>>,
 }
 
 impl Host {
@@ -50,6 +54,7 @@ impl Host {
             daemon: live.daemon.clone(),
             live,
             operation_timeout,
+            known_workspaces: Arc::default(),
         }
     }
 
@@ -87,7 +92,15 @@ impl Host {
 
     async fn live(&self, workspace_id: &str) -> Result<LiveSessions> {
         let workspace_id = validate::id("workspace_id", workspace_id)?;
-        self.open_workspace(workspace_id).await?;
+        let known = || {
+            self.known_workspaces
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+        };
+        if !known().contains(workspace_id) {
+            self.open_workspace(workspace_id).await?;
+            known().insert(workspace_id.to_owned());
+        }
         self.live.list_live_sessions(workspace_id).await
     }
 
