@@ -158,6 +158,9 @@ async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
     let daemon = home.serving_daemon_pid().await.expect("a daemon serves");
     let daemon = Pid::from_raw(daemon).expect("pid");
     rustix::process::kill_process(daemon, Signal::STOP).expect("SIGSTOP the daemon");
+    // kill() returns before the daemon has stopped; a request sent at once
+    // could still be answered.
+    stopped(daemon.as_raw_nonzero().get()).await;
 
     for _ in 0..3 {
         let started = Instant::now();

@@ -21,6 +21,15 @@ pub fn open_fds(pid: i32) -> usize {
     fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
 }
 
+/// Whether `pid` is stopped by a signal (state `T`).
+pub fn stopped(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            == Some("T")
+    })
+}
+
 /// Children of `pid` that have exited and not been reaped.
 pub fn zombie_children(pid: i32) -> usize {
     let Ok(entries) = fs::read_dir("/proc") else {

@@ -49,6 +49,16 @@ pub fn outside_tool(variable: &str, how: &str) -> Option<PathBuf> {
     None
 }
 
+/// Waits until `pid` is stopped by a signal (state `T` in /proc).
+pub async fn stopped(pid: i32) {
+    eventually("the process to stop", || async move {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let state = stat.rsplit_once(')')?.1.split_whitespace().next()?;
+        (state == "T").then_some(())
+    })
+    .await
+}
+
 /// Polls `check` until it returns `Some`, or panics after `PATIENCE`.
 pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
 where

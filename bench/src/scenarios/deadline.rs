@@ -9,7 +9,7 @@ use rustix::process::{Pid, Signal, kill_process};
 
 use super::Ctx;
 use crate::report::{Figure, Role, Row};
-use crate::services::{Home, daemon_pid, stop_daemon};
+use crate::services::{Home, daemon_pid, poll, stop_daemon};
 use crate::stats::{Samples, time};
 
 const NAME: &str = "8. deadline with a hung daemon";
@@ -25,6 +25,11 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         .await?;
     let pid = Pid::from_raw(daemon_pid(host.daemon()).await?).expect("pid");
     kill_process(pid, Signal::STOP)?;
+    // kill() returns before the daemon has stopped; wait until it has.
+    poll("the daemon to stop", || async {
+        crate::procfs::stopped(pid.as_raw_nonzero().get()).then_some(())
+    })
+    .await?;
     let mut samples = Samples::default();
     let mut outcome = Ok(());
     for _ in 0..ctx.scale.deadline_samples {
