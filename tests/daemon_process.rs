@@ -425,3 +425,81 @@ async fn a_client_with_another_uid_is_refused() {
         "got {outcome}"
     );
 }
+
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |dir| dir.count())
+}
+
+fn zombie_children(pid: u32) -> usize {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
+        .filter(|stat| {
+            let mut fields = stat
+                .rsplit_once(')')
+                .map_or("", |(_, rest)| rest)
+                .split_whitespace();
+            let state = fields.next();
+            let ppid = fields.next().and_then(|p| p.parse::<u32>().ok());
+            state == Some("Z") && ppid == Some(pid)
+        })
+        .count()
+}
+
+/// 1,000 spawn/kill cycles leave no zombies and no more open fds than
+/// before them (sessions exit and are forgotten at once: retention 0).
+#[tokio::test]
+async fn spawn_kill_cycles_leak_no_fds_and_no_zombies() {
+    let daemon = Daemon::start_with(&["--exit-retention-secs", "0"]).await;
+    let pid = daemon.child.id();
+    let mut client = daemon.client().await;
+    let mut exits = client
+        .watch_sessions(pb::WatchSessionsRequest {})
+        .await
+        .expect("watch")
+        .into_inner();
+    let mut cycle = async |i: usize| {
+        let id = format!("cycle-{i}");
+        client
+            .spawn(pb::SpawnRequest {
+                session_id: id.clone(),
+                argv: vec!["sleep".into(), "60".into()],
+                cols: 80,
+                rows: 24,
+                ..Default::default()
+            })
+            .await
+            .expect("spawn");
+        client
+            .kill(pb::KillRequest {
+                session_id: id.clone(),
+                ..Default::default()
+            })
+            .await
+            .expect("kill");
+        loop {
+            let event = exits.message().await.expect("watch").expect("open");
+            if let Some(pb::watch_sessions_response::Event::Exited(exit)) = event.event
+                && exit.session_id == id
+            {
+                break;
+            }
+        }
+    };
+    for i in 0..20 {
+        cycle(i).await;
+    }
+    let settled = |limit: usize| async move {
+        eventually("the daemon to let go of exited sessions", || async move {
+            (open_fds(pid) <= limit).then_some(())
+        })
+        .await
+    };
+    let baseline = open_fds(pid);
+    for i in 20..1020 {
+        cycle(i).await;
+    }
+    settled(baseline).await;
+    assert_eq!(zombie_children(pid), 0, "zombies left behind");
+}

@@ -438,3 +438,123 @@ async fn short_answers_are_not_held_back_by_nagle() {
         "20 ListSessions took {took:?}"
     );
 }
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?.to_owned();
+            line.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Reads output until at least `bytes` arrived; returns how many did.
+async fn receive_bytes(
+    stream: &mut tonic::Streaming<pb::AttachSessionResponse>,
+    bytes: usize,
+) -> usize {
+    let mut received = 0;
+    while received < bytes {
+        let message = tokio::time::timeout(PATIENCE, stream.message())
+            .await
+            .expect("the reading attacher is starved")
+            .expect("stream")
+            .expect("open");
+        if let Some(pb::attach_session_response::Event::Output(output)) = message.event {
+            received += output.data.len();
+        }
+    }
+    received
+}
+
+/// A client that opens an attach stream on a flooding session and never
+/// reads it holds up nobody: another session echoes, another attacher of
+/// the same session keeps receiving, lists answer, and neither service's
+/// memory grows with the flood.
+#[tokio::test]
+async fn a_stalled_attacher_slows_nothing_and_memory_stays_bounded() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("stalled").await.workspace_id;
+    let flood = host
+        .create_session(session_request(&workspace, &["yes", "stalled flood"]))
+        .await;
+    let echo = host
+        .create_session(session_request(&workspace, &["cat"]))
+        .await;
+    let own_client = || async {
+        let channel = tonic::transport::Channel::from_shared(host.address.clone())
+            .expect("uri")
+            .connect()
+            .await
+            .expect("connect");
+        holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient::new(channel)
+    };
+    let attach = |session_id: String| pb::AttachSessionRequest {
+        session_id,
+        from_offset: None,
+    };
+    // Opened, then never read.
+    let _stalled = own_client()
+        .await
+        .attach_session(attach(flood.session_id.clone()))
+        .await
+        .expect("attach")
+        .into_inner();
+    let mut reader = own_client()
+        .await
+        .attach_session(attach(flood.session_id.clone()))
+        .await
+        .expect("attach")
+        .into_inner();
+    let mut echo_stream = own_client()
+        .await
+        .attach_session(attach(echo.session_id.clone()))
+        .await
+        .expect("attach")
+        .into_inner();
+
+    let daemon = home.serving_daemon_pid().await.expect("daemon") as u32;
+    let host_pid = host.child.id();
+    // The baseline once the flood has filled the ring and every window:
+    // after the reading attacher has had several MiB.
+    let mut flood_bytes = receive_bytes(&mut reader, 4 << 20).await;
+    let (daemon_before, host_before) = (rss_kib(daemon), rss_kib(host_pid));
+    let started = std::time::Instant::now();
+    let mut rounds = 0;
+    while started.elapsed() < Duration::from_secs(3) {
+        rounds += 1;
+        let line = format!("round {rounds}\n");
+        host.terminals
+            .write_input(pb::WriteInputRequest {
+                session_id: echo.session_id.clone(),
+                data: line.clone().into(),
+            })
+            .await
+            .expect("write");
+        receive_host_text(
+            &mut echo_stream,
+            &format!("round {rounds}\r\nround {rounds}"),
+        )
+        .await;
+        let list = host.list(&workspace).await;
+        assert_eq!(list.source, pb::Source::Complete as i32);
+        assert_eq!(list.sessions.len(), 2);
+        // The attacher that reads keeps receiving the flood.
+        flood_bytes += receive_bytes(&mut reader, 64 * 1024).await;
+    }
+    assert!(rounds >= 3, "only {rounds} echo rounds in 3 s");
+    // Scrollback is 1 MiB a session; a stalled reader must not make either
+    // service buffer the flood (tens of MB went by meanwhile).
+    let grown = |pid, before: u64| rss_kib(pid).saturating_sub(before);
+    let (daemon_grew, host_grew) = (grown(daemon, daemon_before), grown(host_pid, host_before));
+    assert!(
+        daemon_grew < 16 * 1024,
+        "daemon RSS grew {daemon_grew} KiB while {flood_bytes} bytes flowed"
+    );
+    assert!(
+        host_grew < 16 * 1024,
+        "host-service RSS grew {host_grew} KiB while {flood_bytes} bytes flowed"
+    );
+}

@@ -331,3 +331,60 @@ async fn the_crash_loop_breaker_stops_relaunching() {
         tonic_health::pb::health_check_response::ServingStatus::NotServing as i32
     );
 }
+
+/// SIGKILL during a burst of CreateSession: after a restart every session
+/// whose creation was acknowledged is listed, and the database is intact.
+#[tokio::test]
+async fn a_crash_during_a_burst_of_creates_loses_nothing_acknowledged() {
+    use diesel::{Connection, RunQueryDsl, SqliteConnection};
+
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("burst").await.workspace_id;
+    let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut lanes = tokio::task::JoinSet::new();
+    for _ in 0..4 {
+        let mut terminals = host.terminals.clone();
+        let request = session_request(&workspace, &["sleep", "1000"]);
+        let acknowledged = std::sync::Arc::clone(&acknowledged);
+        lanes.spawn(async move {
+            // Until the host-service dies under us.
+            while let Ok(reply) = terminals.create_session(request.clone()).await {
+                let session = reply.into_inner().session.expect("session");
+                acknowledged.lock().unwrap().push(session.session_id);
+            }
+        });
+    }
+    eventually("a few creations acknowledged", || {
+        let count = acknowledged.lock().unwrap().len();
+        async move { (count >= 12).then_some(()) }
+    })
+    .await;
+    host.stop(Signal::KILL);
+    while lanes.join_next().await.is_some() {}
+    let acknowledged = acknowledged.lock().unwrap().clone();
+
+    let mut host = home.start(&[]).await;
+    let listed = host.list(&workspace).await;
+    assert_eq!(listed.source, pb::Source::Complete as i32);
+    let listed_ids = ids(&listed);
+    for id in &acknowledged {
+        assert!(
+            listed_ids.contains(&id.as_str()),
+            "acknowledged session {id} is missing after the crash"
+        );
+    }
+
+    #[derive(diesel::QueryableByName)]
+    struct Check {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        integrity_check: String,
+    }
+    let mut db = SqliteConnection::establish(home.database().to_str().expect("UTF-8"))
+        .expect("open the database");
+    let check: Vec<Check> = diesel::sql_query("PRAGMA integrity_check")
+        .load(&mut db)
+        .expect("integrity_check");
+    assert_eq!(check.len(), 1);
+    assert_eq!(check[0].integrity_check, "ok");
+}
