@@ -7,9 +7,11 @@ mod support;
 use std::time::{Duration, Instant};
 
 use holdfast::proto::host::v1 as pb;
+use holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient;
 use rustix::process::{Pid, Signal};
 use support::host::*;
 use support::*;
+use tonic::transport::Channel;
 
 #[tokio::test]
 async fn background_sessions_survive_host_restarts_in_every_list() {
@@ -387,4 +389,165 @@ async fn a_crash_during_a_burst_of_creates_loses_nothing_acknowledged() {
         .expect("integrity_check");
     assert_eq!(check.len(), 1);
     assert_eq!(check[0].integrity_check, "ok");
+}
+
+/// Restart storm: the host-service SIGKILLed and restarted again and again
+/// while 20 sessions stream output, a client polls ListSessions and another
+/// keeps an AttachSession open, reconnecting from its last offset. After
+/// each restart the first list holds all 20 with the same pids, and the
+/// reattached output is continuous by offset. CI runs 20 cycles;
+/// HOLDFAST_STORM_CYCLES=100 runs the long variant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_storm_loses_no_session_and_no_output() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use tokio::sync::watch;
+
+    let cycles: usize = std::env::var("HOLDFAST_STORM_CYCLES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(20);
+    // A generous deadline: this test is about restarts, not about a daemon
+    // slow to answer on a loaded machine.
+    let flags = ["--daemon-deadline-ms", "3000"];
+    let home = HostHome::new();
+    let mut host = home.start(&flags).await;
+    let workspace = host.create_workspace("storm").await.workspace_id;
+    let script = "i=0; while :; do i=$((i+1)); echo line $i; sleep 0.01; done";
+    let mut pids = std::collections::BTreeMap::new();
+    for _ in 0..20 {
+        let session = host
+            .create_session(session_request(&workspace, &["sh", "-c", script]))
+            .await;
+        pids.insert(session.session_id, session.pid);
+    }
+    let watched = pids.keys().next().expect("a session").clone();
+    // The current host-service's address; empty tells the clients to stop.
+    let (address_tx, address_rx) = watch::channel(host.address.clone());
+    let next_offset = Arc::new(AtomicU64::new(0));
+    let attaches = Arc::new(AtomicUsize::new(0));
+
+    // The attacher: from offset 0, reconnecting from where it left off;
+    // returns the bytes announced lost.
+    let attacher = tokio::spawn({
+        let mut address_rx = address_rx.clone();
+        let (next_offset, attaches) = (Arc::clone(&next_offset), Arc::clone(&attaches));
+        let watched = watched.clone();
+        async move {
+            let mut announced_gaps = 0u64;
+            loop {
+                let address = address_rx.borrow_and_update().clone();
+                if address.is_empty() {
+                    return announced_gaps;
+                }
+                let from = next_offset.load(Ordering::SeqCst);
+                let connected = async {
+                    let channel = Channel::from_shared(address).ok()?.connect().await.ok()?;
+                    let request = pb::AttachSessionRequest {
+                        session_id: watched.clone(),
+                        from_offset: Some(from),
+                    };
+                    let reply = TerminalServiceClient::new(channel)
+                        .attach_session(request)
+                        .await
+                        .ok()?;
+                    Some(reply.into_inner())
+                };
+                if let Some(mut stream) = connected.await {
+                    attaches.fetch_add(1, Ordering::SeqCst);
+                    while let Ok(Some(message)) = stream.message().await {
+                        let next = next_offset.load(Ordering::SeqCst);
+                        match message.event {
+                            Some(pb::attach_session_response::Event::Output(output)) => {
+                                assert_eq!(
+                                    output.offset, next,
+                                    "output continues where it left off"
+                                );
+                                next_offset
+                                    .store(next + output.data.len() as u64, Ordering::SeqCst);
+                            }
+                            Some(pb::attach_session_response::Event::Truncated(gap)) => {
+                                assert_eq!(
+                                    gap.from_offset, next,
+                                    "a gap is announced from its start"
+                                );
+                                announced_gaps += gap.to_offset - gap.from_offset;
+                                next_offset.store(gap.to_offset, Ordering::SeqCst);
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                // This host-service is gone: wait for the next one.
+                if address_rx.changed().await.is_err() {
+                    return announced_gaps;
+                }
+            }
+        }
+    });
+    // The poller: lists until told to stop; returns its complete answers.
+    let poller = tokio::spawn({
+        let mut address_rx = address_rx.clone();
+        let workspace = workspace.clone();
+        async move {
+            let mut answers = 0usize;
+            loop {
+                let address = address_rx.borrow_and_update().clone();
+                if address.is_empty() {
+                    return answers;
+                }
+                if let Ok(channel) = Channel::from_shared(address).expect("uri").connect().await {
+                    let mut client = TerminalServiceClient::new(channel);
+                    let request = || pb::ListSessionsRequest {
+                        workspace_id: workspace.clone(),
+                    };
+                    while let Ok(list) = client.list_sessions(request()).await {
+                        let list = list.into_inner();
+                        if list.source == pb::Source::Complete as i32 {
+                            assert_eq!(list.sessions.len(), 20, "a complete list missed sessions");
+                            answers += 1;
+                        }
+                    }
+                }
+                if address_rx.changed().await.is_err() {
+                    return answers;
+                }
+            }
+        }
+    });
+
+    // Each host-service serves the attacher before it is killed.
+    let streaming_from = |host_number: usize| {
+        let offset_before = next_offset.load(Ordering::SeqCst);
+        let (next_offset, attaches) = (Arc::clone(&next_offset), Arc::clone(&attaches));
+        eventually("the attacher to stream from this host-service", move || {
+            let (next_offset, attaches) = (Arc::clone(&next_offset), Arc::clone(&attaches));
+            async move {
+                (attaches.load(Ordering::SeqCst) >= host_number
+                    && next_offset.load(Ordering::SeqCst) > offset_before)
+                    .then_some(())
+            }
+        })
+    };
+    streaming_from(1).await;
+    for cycle in 0..cycles {
+        host.stop(Signal::KILL);
+        host = home.start(&flags).await;
+        let list = host.list(&workspace).await;
+        assert_eq!(list.source, pb::Source::Complete as i32, "cycle {cycle}");
+        let listed: std::collections::BTreeMap<String, u32> = list
+            .sessions
+            .iter()
+            .map(|s| (s.session_id.clone(), s.pid))
+            .collect();
+        assert_eq!(listed, pids, "cycle {cycle}: sessions or pids changed");
+        address_tx.send_replace(host.address.clone());
+        streaming_from(cycle + 2).await;
+    }
+    address_tx.send_replace(String::new());
+    host.stop(Signal::KILL);
+    let gaps = attacher.await.expect("the attacher's checks");
+    let answers = poller.await.expect("the poller's checks");
+    assert_eq!(gaps, 0, "{gaps} bytes of output were lost");
+    assert!(answers > 0, "the poller got no complete answer");
 }
