@@ -1,0 +1,120 @@
+//! Property tests (random inputs, checked against a model) for the parts
+//! that read untrusted bytes or do offset arithmetic: the OSC title parser,
+//! the scrollback ring, and request validation. CI runs proptest's default
+//! 256 cases each; `PROPTEST_CASES=100000 cargo test -p pty-daemon --test
+//! properties` is the long run.
+
+use proptest::prelude::*;
+use pty_daemon::scrollback::{ReadAt, Scrollback};
+use pty_daemon::title::TitleTracker;
+use pty_daemon::validate;
+
+/// Output that is mostly escape-sequence material, so the parser's states
+/// are all visited, mixed with arbitrary bytes.
+fn terminal_bytes() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        Just(b"\x1b]0;".to_vec()),
+        Just(b"\x1b]2;".to_vec()),
+        Just(b"\x1b]1;".to_vec()),
+        Just(b"\x07".to_vec()),
+        Just(b"\x1b\\".to_vec()),
+        Just(b"\x1b[".to_vec()),
+        Just(b";".to_vec()),
+        "[a-z \u{e9}\u{1f600}]{0,8}".prop_map(String::into_bytes),
+        proptest::collection::vec(any::<u8>(), 0..8),
+    ];
+    proptest::collection::vec(piece, 0..40).prop_map(|pieces| pieces.concat())
+}
+
+proptest! {
+    /// Any bytes, in any chunks: no panic, titles are bounded, and how the
+    /// output was split never changes the title it ends with.
+    #[test]
+    fn titles_do_not_depend_on_chunking(bytes in terminal_bytes(), cuts in proptest::collection::vec(any::<usize>(), 0..6)) {
+        let mut whole = TitleTracker::new();
+        let expected = whole.feed(&bytes);
+
+        let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+        points.sort_unstable();
+        let mut chunked = TitleTracker::new();
+        let mut last = None;
+        let mut from = 0;
+        for point in points.into_iter().chain([bytes.len()]) {
+            if let Some(title) = chunked.feed(&bytes[from..point]) {
+                prop_assert!(title.len() <= 1024);
+                last = Some(title);
+            }
+            from = point;
+        }
+        prop_assert_eq!(last, expected);
+    }
+
+    /// The ring against a model that keeps every byte ever pushed: offsets,
+    /// eviction and every read agree.
+    #[test]
+    fn the_scrollback_ring_matches_a_model(
+        capacity in 1usize..64,
+        ops in proptest::collection::vec(
+            prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..150).prop_map(Ok),
+                (any::<u64>(), 0usize..100).prop_map(Err),
+            ],
+            0..60,
+        ),
+    ) {
+        let mut ring = Scrollback::new(capacity);
+        let mut history: Vec<u8> = Vec::new();
+        for op in ops {
+            match op {
+                Ok(data) => {
+                    ring.push(&data);
+                    history.extend_from_slice(&data);
+                }
+                Err((raw_offset, max)) => {
+                    // Offsets around the held window, and some far off.
+                    let offset = raw_offset % (history.len() as u64 + 10);
+                    let start = history.len().saturating_sub(capacity) as u64;
+                    match ring.read_at(offset, max) {
+                        ReadAt::Evicted { to_offset } => {
+                            prop_assert!(offset < start);
+                            prop_assert_eq!(to_offset, start);
+                        }
+                        ReadAt::Pending => prop_assert!(offset >= history.len() as u64),
+                        ReadAt::Data(bytes) => {
+                            prop_assert!(offset >= start && offset < history.len() as u64);
+                            let from = offset as usize;
+                            let to = history.len().min(from + max.max(1));
+                            prop_assert_eq!(&bytes[..], &history[from..to]);
+                        }
+                    }
+                }
+            }
+            prop_assert_eq!(ring.end_offset(), history.len() as u64);
+            prop_assert_eq!(ring.start_offset(), history.len().saturating_sub(capacity) as u64);
+            prop_assert!(ring.len() <= capacity);
+        }
+    }
+
+    /// Validation never panics, and accepts exactly the documented ids.
+    #[test]
+    fn session_ids_are_accepted_exactly_by_the_rule(id in "\\PC{0,70}|[A-Za-z0-9][A-Za-z0-9._-]{0,70}") {
+        let rule = !id.is_empty()
+            && id.len() <= validate::MAX_SESSION_ID_LEN
+            && id.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        prop_assert_eq!(validate::session_id(&id).is_ok(), rule);
+    }
+
+    /// Sizes: accepted exactly within 1..=10,000, never truncated.
+    #[test]
+    fn sizes_are_accepted_exactly_in_range(cols in any::<u32>(), rows in any::<u32>()) {
+        let in_range = |v: u32| (1..=validate::MAX_DIMENSION).contains(&v);
+        match validate::size(cols, rows) {
+            Ok((c, r)) => {
+                prop_assert!(in_range(cols) && in_range(rows));
+                prop_assert_eq!((u32::from(c), u32::from(r)), (cols, rows));
+            }
+            Err(_) => prop_assert!(!(in_range(cols) && in_range(rows))),
+        }
+    }
+}
