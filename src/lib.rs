@@ -7,6 +7,7 @@ pub mod logging;
 pub mod paths;
 pub mod proto;
 pub mod reflection;
+pub mod status_text;
 
 /// The version every holdfast binary reports; daemon and host compare it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -221,3 +221,38 @@ async fn an_exited_session_takes_no_input_or_resize_but_kill_is_idempotent() {
         .await
         .expect("killing an exited session is a no-op");
 }
+
+/// A huge field echoed in an error is cut, so the status still reaches the
+/// client (a 100 KB `grpc-message` header would make it drop the
+/// connection) and the connection stays usable.
+#[tokio::test]
+async fn errors_about_huge_fields_are_short_and_the_connection_survives() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let huge = "x".repeat(100_000);
+    let mut missing_program = spawn_request(&["sleep", "1"]);
+    missing_program.argv = vec![format!("/no/such/{huge}")];
+    let mut bad_env_name = spawn_request(&["sleep", "1"]);
+    bad_env_name.env.insert(format!("{huge}="), "v".into());
+    for (request, code, needle) in [
+        (missing_program, Code::NotFound, "/no/such/xxx"),
+        (bad_env_name, Code::InvalidArgument, "env name"),
+    ] {
+        let status = client.spawn(request).await.expect_err("refused");
+        assert_eq!(status.code(), code, "{:.200}", status.message());
+        assert!(
+            status.message().contains(needle),
+            "{:.200}",
+            status.message()
+        );
+        assert!(
+            status.message().len() <= 1024,
+            "{} bytes",
+            status.message().len()
+        );
+    }
+    client
+        .list(pb::ListRequest::default())
+        .await
+        .expect("the same connection still answers");
+}

@@ -606,3 +606,120 @@ async fn invalid_utf8_in_a_string_field_is_refused_and_harmless() {
         .into_inner();
     assert!(workspaces.workspaces.is_empty());
 }
+
+/// Every RPC that takes an id, with every kind of bad id: the exact code
+/// and a message naming the field; nothing huge is echoed back.
+#[tokio::test]
+async fn every_id_taking_rpc_refuses_every_kind_of_bad_id() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let huge = "x".repeat(100_000);
+    let unknown = uuid_like();
+    let cases: [(&str, Code, &str); 4] = [
+        ("", Code::InvalidArgument, "is required"),
+        ("../etc/passwd", Code::InvalidArgument, "is not a valid id"),
+        (&huge, Code::InvalidArgument, "100000 bytes long"),
+        (&unknown, Code::NotFound, &unknown),
+    ];
+    for (id, code, needle) in cases {
+        let (t, w) = (&mut host.terminals.clone(), &mut host.workspaces.clone());
+        let id = id.to_owned();
+        let by_session: [(&str, Result<(), tonic::Status>); 4] = [
+            (
+                "AttachSession",
+                t.attach_session(pb::AttachSessionRequest {
+                    session_id: id.clone(),
+                    from_offset: None,
+                })
+                .await
+                .map(drop),
+            ),
+            (
+                "WriteInput",
+                t.write_input(pb::WriteInputRequest {
+                    session_id: id.clone(),
+                    data: "x".into(),
+                })
+                .await
+                .map(drop),
+            ),
+            (
+                "ResizeSession",
+                t.resize_session(pb::ResizeSessionRequest {
+                    session_id: id.clone(),
+                    cols: 80,
+                    rows: 24,
+                })
+                .await
+                .map(drop),
+            ),
+            (
+                "DisposeSession",
+                t.dispose_session(pb::DisposeSessionRequest {
+                    session_id: id.clone(),
+                })
+                .await
+                .map(drop),
+            ),
+        ];
+        let by_workspace: [(&str, Result<(), tonic::Status>); 4] = [
+            (
+                "CloseWorkspace",
+                w.close_workspace(pb::CloseWorkspaceRequest {
+                    workspace_id: id.clone(),
+                })
+                .await
+                .map(drop),
+            ),
+            (
+                "CreateSession",
+                t.create_session(session_request(&id, &["true"]))
+                    .await
+                    .map(drop),
+            ),
+            (
+                "ListSessions",
+                t.list_sessions(pb::ListSessionsRequest {
+                    workspace_id: id.clone(),
+                })
+                .await
+                .map(drop),
+            ),
+            (
+                "CountBackgroundSessions",
+                t.count_background_sessions(pb::CountBackgroundSessionsRequest {
+                    workspace_id: id.clone(),
+                    attached_session_ids: Vec::new(),
+                })
+                .await
+                .map(drop),
+            ),
+        ];
+        for (rpc, field, result) in by_session
+            .into_iter()
+            .map(|(rpc, r)| (rpc, "session_id", r))
+            .chain(
+                by_workspace
+                    .into_iter()
+                    .map(|(rpc, r)| (rpc, "workspace_id", r)),
+            )
+        {
+            let status = result.expect_err(rpc);
+            let label = format!("{rpc} with {:?}", &id[..id.len().min(20)]);
+            assert_eq!(status.code(), code, "{label}: {status:?}");
+            assert!(
+                status.message().contains(needle),
+                "{label}: {:.200}",
+                status.message()
+            );
+            if code == Code::InvalidArgument {
+                assert!(
+                    status.message().contains(field),
+                    "{label}: {:.200}",
+                    status.message()
+                );
+            }
+            assert!(status.message().len() < 300, "{label}: a long message");
+        }
+    }
+}

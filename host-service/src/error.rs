@@ -50,7 +50,7 @@ impl Error {
 
 impl From<Error> for tonic::Status {
     fn from(error: Error) -> Self {
-        let message = error.to_string();
+        let message = holdfast::status_text::bounded(error.to_string());
         match error {
             Error::InvalidArgument(_) => Self::invalid_argument(message),
             Error::WorkspaceNotFound(_) | Error::SessionNotFound(_) | Error::SessionDisposed(_) => {

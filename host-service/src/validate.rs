@@ -9,10 +9,20 @@ pub const MAX_WRITE_BYTES: usize = 1 << 20;
 /// Largest terminal dimension, in cells.
 pub const MAX_DIMENSION: u32 = 10_000;
 
+/// Longest id considered (and echoed in an error); a UUID is 36 characters.
+const MAX_ID_BYTES: usize = 64;
+
 /// Ids are UUIDs made by this service; anything else cannot name one.
 pub fn id<'a>(field: &str, value: &'a str) -> Result<&'a str> {
     if value.is_empty() {
         return Err(Error::InvalidArgument(format!("{field} is required")));
+    }
+    // Never echo a huge value back: it would travel in a response header.
+    if value.len() > MAX_ID_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "{field} is {} bytes long; an id is a 36-character UUID",
+            value.len()
+        )));
     }
     uuid::Uuid::try_parse(value).map_err(|_| {
         Error::InvalidArgument(format!("{field} {value:?} is not a valid id (a UUID)"))

@@ -57,7 +57,7 @@ impl Error {
 
 impl From<Error> for tonic::Status {
     fn from(error: Error) -> Self {
-        let message = error.to_string();
+        let message = holdfast::status_text::bounded(error.to_string());
         match error {
             Error::InvalidArgument(_) => Self::invalid_argument(message),
             Error::SessionNotFound(_) | Error::CwdNotFound(_) | Error::ProgramNotFound { .. } => {
