@@ -69,15 +69,21 @@ fn connector(
 
 /// Connects now, waiting at most `timeout` for the socket to accept.
 pub async fn connect(path: &Path, timeout: Duration) -> Result<DaemonClient, ConnectError> {
-    let channel = endpoint()
+    let channel = connect_channel(path, timeout).await?;
+    Ok(PtyDaemonClient::new(channel).max_decoding_message_size(usize::MAX))
+}
+
+/// The bare channel [`connect`] makes, for callers that speak to the
+/// daemon without the generated client (raw requests in tests).
+pub async fn connect_channel(path: &Path, timeout: Duration) -> Result<Channel, ConnectError> {
+    endpoint()
         .connect_timeout(timeout)
         .connect_with_connector(connector(path))
         .await
         .map_err(|source| ConnectError::Connect {
             path: path.to_path_buf(),
             source,
-        })?;
-    Ok(PtyDaemonClient::new(channel).max_decoding_message_size(usize::MAX))
+        })
 }
 
 /// A client that connects on first use and reconnects after failures, so a

@@ -256,3 +256,99 @@ async fn errors_about_huge_fields_are_short_and_the_connection_survives() {
         .await
         .expect("the same connection still answers");
 }
+
+/// Every daemon RPC whose request starts with a string, sent that field as
+/// bytes that are not UTF-8: refused (INTERNAL, gRPC's code for an
+/// unparseable message) naming the cause, and the daemon carries on.
+#[tokio::test]
+async fn invalid_utf8_in_a_string_field_is_refused_and_harmless() {
+    let daemon = Daemon::start().await;
+    let channel =
+        holdfast::daemon_client::connect_channel(&daemon.socket, std::time::Duration::from_secs(5))
+            .await
+            .expect("connect");
+    for method in ["Spawn", "Kill", "Attach", "Write", "Resize"] {
+        let path = format!("/holdfast.daemon.v1.PtyDaemon/{method}");
+        let status = send_invalid_utf8(channel.clone(), &path).await;
+        assert_eq!(status.code(), Code::Internal, "{method}: {status:?}");
+        assert!(status.message().contains("UTF-8"), "{method}: {status:?}");
+    }
+    let mut client = daemon.client().await;
+    let list = client
+        .list(pb::ListRequest::default())
+        .await
+        .expect("still serving");
+    assert!(list.into_inner().sessions.is_empty(), "nothing was spawned");
+}
+
+/// Every daemon RPC that names a session, with every kind of bad id.
+#[tokio::test]
+async fn every_session_rpc_refuses_every_kind_of_bad_id() {
+    let daemon = Daemon::start().await;
+    let client = daemon.client().await;
+    let huge = "x".repeat(100_000);
+    let cases: [(&str, Code, &str); 4] = [
+        ("", Code::InvalidArgument, "session_id is required"),
+        (
+            "../etc",
+            Code::InvalidArgument,
+            "must start with a letter or digit",
+        ),
+        (&huge, Code::InvalidArgument, "100000 bytes long"),
+        ("no-such-session", Code::NotFound, "no-such-session"),
+    ];
+    for (id, code, needle) in cases {
+        let mut c = client.clone();
+        let session_id = id.to_owned();
+        let results: [(&str, Result<(), tonic::Status>); 4] = [
+            (
+                "Kill",
+                c.kill(pb::KillRequest {
+                    session_id: session_id.clone(),
+                    ..Default::default()
+                })
+                .await
+                .map(drop),
+            ),
+            (
+                "Attach",
+                c.attach(pb::AttachRequest {
+                    session_id: session_id.clone(),
+                    from_offset: None,
+                })
+                .await
+                .map(drop),
+            ),
+            (
+                "Write",
+                c.write(pb::WriteRequest {
+                    session_id: session_id.clone(),
+                    data: "x".into(),
+                })
+                .await
+                .map(drop),
+            ),
+            (
+                "Resize",
+                c.resize(pb::ResizeRequest {
+                    session_id: session_id.clone(),
+                    cols: 80,
+                    rows: 24,
+                })
+                .await
+                .map(drop),
+            ),
+        ];
+        for (rpc, result) in results {
+            let status = result.expect_err(rpc);
+            let label = format!("{rpc} with {:?}", &id[..id.len().min(20)]);
+            assert_eq!(status.code(), code, "{label}: {:.200}", status.message());
+            assert!(
+                status.message().contains(needle),
+                "{label}: {:.200}",
+                status.message()
+            );
+            assert!(status.message().len() < 300, "{label}: a long message");
+        }
+    }
+}

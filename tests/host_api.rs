@@ -559,15 +559,8 @@ async fn a_stalled_attacher_slows_nothing_and_memory_stays_bounded() {
     );
 }
 
-/// `CreateWorkspaceRequest` as raw bytes, to send what a typed client never
-/// would: a name that is not UTF-8.
-#[derive(Clone, PartialEq, prost::Message)]
-struct RawCreateWorkspace {
-    #[prost(bytes = "vec", tag = "1")]
-    name: Vec<u8>,
-}
-
-/// A string field that is not UTF-8 is refused by the protobuf layer with
+/// Every host RPC whose request starts with a string field, sent that
+/// field as bytes that are not UTF-8: refused by the protobuf layer with
 /// gRPC's code for an unparseable message (INTERNAL, as the gRPC status
 /// code guide prescribes) naming the cause; nothing is created and the
 /// service carries on.
@@ -580,24 +573,22 @@ async fn invalid_utf8_in_a_string_field_is_refused_and_harmless() {
         .connect()
         .await
         .expect("connect");
-    let mut grpc = tonic::client::Grpc::new(channel);
-    grpc.ready().await.expect("ready");
-    let codec =
-        tonic_prost::ProstCodec::<RawCreateWorkspace, pb::CreateWorkspaceResponse>::default();
-    let path =
-        http::uri::PathAndQuery::from_static("/holdfast.host.v1.WorkspaceService/CreateWorkspace");
-    let status = grpc
-        .unary(
-            tonic::Request::new(RawCreateWorkspace {
-                name: vec![b'o', 0xff, 0xfe, b'k'],
-            }),
-            path,
-            codec,
-        )
-        .await
-        .expect_err("not UTF-8");
-    assert_eq!(status.code(), Code::Internal, "{status:?}");
-    assert!(status.message().contains("UTF-8"), "{status:?}");
+    for method in [
+        "WorkspaceService/CreateWorkspace",
+        "WorkspaceService/CloseWorkspace",
+        "TerminalService/CreateSession",
+        "TerminalService/ListSessions",
+        "TerminalService/CountBackgroundSessions",
+        "TerminalService/AttachSession",
+        "TerminalService/WriteInput",
+        "TerminalService/ResizeSession",
+        "TerminalService/DisposeSession",
+    ] {
+        let path = format!("/holdfast.host.v1.{method}");
+        let status = send_invalid_utf8(channel.clone(), &path).await;
+        assert_eq!(status.code(), Code::Internal, "{method}: {status:?}");
+        assert!(status.message().contains("UTF-8"), "{method}: {status:?}");
+    }
     let workspaces = host
         .workspaces
         .list_workspaces(pb::ListWorkspacesRequest {})

@@ -59,6 +59,34 @@ pub async fn stopped(pid: i32) {
     .await
 }
 
+/// A request whose field 1 (a string in every request that has one) holds
+/// bytes that are not UTF-8, which no typed client can send.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RawStringField {
+    #[prost(bytes = "vec", tag = "1")]
+    pub field: Vec<u8>,
+}
+
+/// An empty message, to stand for any response.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct AnyResponse {}
+
+/// Calls `path` (`/package.Service/Method`) with field 1 not UTF-8 and
+/// returns the refusal.
+pub async fn send_invalid_utf8(channel: tonic::transport::Channel, path: &str) -> tonic::Status {
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.expect("ready");
+    let codec = tonic_prost::ProstCodec::<RawStringField, AnyResponse>::default();
+    let method: http::uri::PathAndQuery = path.parse().expect("path");
+    let request = RawStringField {
+        field: vec![b'o', 0xff, 0xfe, b'k'],
+    };
+    grpc.server_streaming(tonic::Request::new(request), method, codec)
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("{path} accepted a string that is not UTF-8"))
+}
+
 /// Polls `check` until it returns `Some`, or panics after `PATIENCE`.
 pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
 where
