@@ -460,3 +460,56 @@ async fn list_if_generation_sends_only_offsets_until_something_else_changes() {
             .any(|s| s.session_id == id && !s.alive)
     );
 }
+
+/// Kill after the leader has exited still ends what it left running on the
+/// PTY: here a child that ignores the hang-up (as `nohup` would make it),
+/// so SIGKILL after the grace period.
+#[tokio::test]
+async fn kill_after_the_leader_exited_ends_its_leftovers() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let session = spawn(
+        &mut client,
+        &[
+            "sh",
+            "-c",
+            "trap '' HUP; sleep 1000 & echo leftover $! done",
+        ],
+    )
+    .await;
+    let mut stream = attach(&mut client, &session.session_id, Some(0)).await;
+    let mut received = Received::default();
+    receive_text(&mut stream, &mut received, " done").await;
+    let text = received.text();
+    let leftover: i32 = text
+        .split("leftover ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {text:?}"));
+    exited(&client, &session.session_id).await;
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+        })
+    };
+    assert!(
+        alive(leftover),
+        "the sleep outlives its shell: {:?} {text:?}",
+        std::fs::read_to_string(format!("/proc/{leftover}/stat"))
+    );
+
+    client
+        .kill(pb::KillRequest {
+            session_id: session.session_id.clone(),
+            grace_ms: Some(100),
+            ..Default::default()
+        })
+        .await
+        .expect("kill");
+    eventually("the leftover to be killed", || async move {
+        (!alive(leftover)).then_some(())
+    })
+    .await;
+}

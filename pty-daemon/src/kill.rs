@@ -28,10 +28,84 @@ pub fn signal_group(pid: Pid, signal: Signal) -> Result<()> {
     }
 }
 
+/// Seconds since boot, as `/proc/uptime` counts them (the clock process
+/// start times are on).
+pub fn uptime() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/uptime").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// A process's session id and start time (seconds since boot).
+fn session_and_start(pid: i32) -> Option<(i32, f64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // pid (comm) state ppid pgrp session … starttime (field 22); comm may
+    // hold anything, so fields are counted after its last ')'.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let session = fields.get(3)?.parse().ok()?;
+    let ticks: f64 = fields.get(19)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Some((session, ticks / per_second))
+}
+
+/// Signals what is left of a session whose leader has exited: every
+/// process still in its session (background jobs, children that ignore the
+/// hang-up). Its id was the leader's pid; while any of them lives, the
+/// kernel cannot hand that pid out again, and one of them having started
+/// before the leader exited proves they are still this session's. Each is
+/// signalled through a pidfd opened before its membership is checked again,
+/// so a pid recycled meanwhile is never hit. Returns how many were
+/// signalled.
+pub fn signal_leftovers(session: &Session, signal: Signal) -> usize {
+    let Some(exited_at) = session.exited_at_uptime() else {
+        return 0;
+    };
+    let sid = session.pid().as_raw_nonzero().get();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let members: Vec<(i32, f64)> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let (member_of, started) = session_and_start(pid)?;
+            (member_of == sid).then_some((pid, started))
+        })
+        .collect();
+    if !members.iter().any(|&(_, started)| started <= exited_at) {
+        // Nothing of ours is left; the id may be someone else's by now.
+        return 0;
+    }
+    let mut signalled = 0;
+    for (pid, _) in members {
+        let Some(pid) = Pid::from_raw(pid) else {
+            continue;
+        };
+        let Ok(pidfd) = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
+        else {
+            continue;
+        };
+        let still_member =
+            session_and_start(pid.as_raw_nonzero().get()).is_some_and(|(s, _)| s == sid);
+        if still_member && rustix::process::pidfd_send_signal(&pidfd, signal).is_ok() {
+            signalled += 1;
+        }
+    }
+    signalled
+}
+
 /// Signals the session's process group now and, unless it exits within
 /// `grace`, sends SIGKILL to the group. Returns once the first signal is sent.
+/// After the leader has exited, what it left running on the PTY gets the
+/// same treatment.
 pub fn kill(session: &Arc<Session>, signal: Signal, grace: Duration) -> Result<()> {
     if session.exit_status().is_some() {
+        if signal_leftovers(session, signal) > 0 && signal != Signal::KILL {
+            let session = Arc::clone(session);
+            tokio::spawn(async move {
+                tokio::time::sleep(grace).await;
+                signal_leftovers(&session, Signal::KILL);
+            });
+        }
         return Ok(());
     }
     signal_group(session.pid(), signal)?;

@@ -142,6 +142,8 @@ pub struct Session {
     exited: watch::Sender<bool>,
     /// Bumped after a change `List` shows (exit, title, size).
     generation: Generation,
+    /// When the program was reaped, in seconds since boot.
+    exited_at_uptime: std::sync::OnceLock<f64>,
 }
 
 impl Session {
@@ -180,6 +182,7 @@ impl Session {
             changes: watch::Sender::new(()),
             exited: watch::Sender::new(false),
             generation,
+            exited_at_uptime: std::sync::OnceLock::new(),
         });
         tokio::spawn(Arc::clone(&session).drive(pidfd, exits));
         Ok(session)
@@ -211,6 +214,11 @@ impl Session {
     /// How the program ended, once it has.
     pub fn exit_status(&self) -> Option<ExitStatus> {
         self.state().exit
+    }
+
+    /// When the program was reaped, in seconds since boot.
+    pub fn exited_at_uptime(&self) -> Option<f64> {
+        self.exited_at_uptime.get().copied()
     }
 
     /// Bytes of output produced so far.
@@ -385,6 +393,9 @@ impl Session {
         while reading && matches!(self.read_some(), Ok(ReadOutcome::More)) {}
         let exit = reap(&pidfd).await;
         tracing::debug!(session_id = %self.id, ?exit, "session exited");
+        if let Some(now) = crate::kill::uptime() {
+            let _ = self.exited_at_uptime.set(now);
+        }
         self.state().exit = Some(exit);
         self.generation.bump();
         self.exited.send_replace(true);
