@@ -2,9 +2,11 @@
 //! default filesystem locations, and a client for the pty-daemon's unix
 //! socket.
 
+pub mod admission;
 pub mod daemon_client;
 pub mod logging;
 pub mod paths;
+pub mod proc_stat;
 pub mod proto;
 pub mod reflection;
 pub mod status_text;

@@ -16,15 +16,6 @@ fn holdfast(address: &str, args: &[&str]) -> Output {
         .expect("run holdfast")
 }
 
-fn stdout_of(output: &Output) -> String {
-    assert!(
-        output.status.success(),
-        "failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
 #[tokio::test]
 async fn new_ls_count_send_kill_through_the_cli() {
     let home = HostHome::new();

@@ -430,23 +430,6 @@ fn open_fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |dir| dir.count())
 }
 
-fn zombie_children(pid: u32) -> usize {
-    std::fs::read_dir("/proc")
-        .expect("/proc")
-        .flatten()
-        .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
-        .filter(|stat| {
-            let mut fields = stat
-                .rsplit_once(')')
-                .map_or("", |(_, rest)| rest)
-                .split_whitespace();
-            let state = fields.next();
-            let ppid = fields.next().and_then(|p| p.parse::<u32>().ok());
-            state == Some("Z") && ppid == Some(pid)
-        })
-        .count()
-}
-
 /// 1,000 spawn/kill cycles leave no zombies and no more open fds than
 /// before them (sessions exit and are forgotten at once: retention 0).
 #[tokio::test]
@@ -501,5 +484,9 @@ async fn spawn_kill_cycles_leak_no_fds_and_no_zombies() {
         cycle(i).await;
     }
     settled(baseline).await;
-    assert_eq!(zombie_children(pid), 0, "zombies left behind");
+    assert_eq!(
+        holdfast::proc_stat::zombie_children(pid as i32),
+        0,
+        "zombies left behind"
+    );
 }

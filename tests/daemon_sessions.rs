@@ -488,14 +488,8 @@ async fn kill_after_the_leader_exited_ends_its_leftovers() {
         .and_then(|pid| pid.parse().ok())
         .unwrap_or_else(|| panic!("no pid in {text:?}"));
     exited(&client, &session.session_id).await;
-    let alive = |pid: i32| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-            stat.rsplit_once(')')
-                .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
-        })
-    };
     assert!(
-        alive(leftover),
+        running(leftover),
         "the sleep outlives its shell: {:?} {text:?}",
         std::fs::read_to_string(format!("/proc/{leftover}/stat"))
     );
@@ -509,7 +503,7 @@ async fn kill_after_the_leader_exited_ends_its_leftovers() {
         .await
         .expect("kill");
     eventually("the leftover to be killed", || async move {
-        (!alive(leftover)).then_some(())
+        (!running(leftover)).then_some(())
     })
     .await;
 }

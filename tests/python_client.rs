@@ -25,12 +25,7 @@ async fn the_python_example_runs_against_the_host_service() {
             .await
             .expect("join")
             .expect("run python");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = support::stdout_of(&output);
     for expected in [
         "listed 1 SOURCE_COMPLETE",
         "background 1",

@@ -32,12 +32,7 @@ async fn the_web_page_lists_a_session_and_streams_its_output() {
     let build = tokio::task::spawn_blocking(|| npm(&["run", "build"]))
         .await
         .expect("join");
-    assert!(
-        build.status.success(),
-        "npm run build:\n{}{}",
-        String::from_utf8_lossy(&build.stdout),
-        String::from_utf8_lossy(&build.stderr)
-    );
+    support::stdout_of(&build);
 
     let home = HostHome::new();
     let mut host = home.start(&[]).await;
@@ -67,12 +62,7 @@ async fn the_web_page_lists_a_session_and_streams_its_output() {
     .await
     .expect("join")
     .expect("run node");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = support::stdout_of(&output);
     let expected = format!(
         "listed {}\noutput {marker}\nechoed typed in the browser\nattached yes\n",
         session.session_id

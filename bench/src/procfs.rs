@@ -1,4 +1,5 @@
-//! What /proc says about a process: memory, threads, fds, zombie children.
+//! What /proc says about a process's resources: memory, threads, fds.
+//! (Its state and children: `holdfast::proc_stat`.)
 
 use std::fs;
 
@@ -19,34 +20,4 @@ pub fn threads(pid: i32) -> u64 {
 
 pub fn open_fds(pid: i32) -> usize {
     fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
-}
-
-/// Whether `pid` is stopped by a signal (state `T`).
-pub fn stopped(pid: i32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            == Some("T")
-    })
-}
-
-/// Children of `pid` that have exited and not been reaped.
-pub fn zombie_children(pid: i32) -> usize {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return 0;
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|child| fs::read_to_string(format!("/proc/{child}/stat")).ok())
-        .filter(|stat| {
-            // pid (comm) state ppid …; comm may hold spaces, so split after ')'.
-            let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
-                return false;
-            };
-            let mut fields = rest.split_whitespace();
-            let state = fields.next();
-            let ppid = fields.next().and_then(|p| p.parse::<i32>().ok());
-            state == Some("Z") && ppid == Some(pid)
-        })
-        .count()
 }

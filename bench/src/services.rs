@@ -237,6 +237,27 @@ impl Host {
         Ok(())
     }
 
+    /// An attach stream from the first byte.
+    pub async fn attach(
+        &mut self,
+        session_id: &str,
+    ) -> Result<tonic::Streaming<pb::AttachSessionResponse>> {
+        let request = pb::AttachSessionRequest {
+            session_id: session_id.into(),
+            from_offset: Some(0),
+        };
+        Ok(self.terminals.attach_session(request).await?.into_inner())
+    }
+
+    pub async fn write(&mut self, session_id: &str, data: &[u8]) -> Result<()> {
+        let request = pb::WriteInputRequest {
+            session_id: session_id.into(),
+            data: data.to_vec().into(),
+        };
+        self.terminals.write_input(request).await?;
+        Ok(())
+    }
+
     pub async fn list(&mut self, workspace_id: &str) -> Result<pb::ListSessionsResponse> {
         Ok(self
             .terminals
@@ -270,6 +291,24 @@ impl Daemon {
     pub fn pid(&self) -> i32 {
         self.child.id() as i32
     }
+
+    /// Waits until the daemon holds no session: every one has exited and
+    /// been forgotten (it runs with retention 0).
+    pub async fn wait_until_empty(&self) -> Result<()> {
+        let client = self.client.clone();
+        poll("the daemon to forget its sessions", || {
+            let mut client = client.clone();
+            async move {
+                let list = client
+                    .list(daemon_pb::ListRequest::default())
+                    .await
+                    .ok()?
+                    .into_inner();
+                list.sessions.is_empty().then_some(())
+            }
+        })
+        .await
+    }
 }
 
 impl Drop for Daemon {
@@ -286,6 +325,27 @@ pub async fn daemon_pid(client: &mut DaemonClient) -> Result<i32> {
         .await?
         .into_inner();
     Ok(reply.daemon.context("no daemon info")?.pid as i32)
+}
+
+/// A daemon attach stream from the first byte.
+pub async fn attach_daemon(
+    client: &mut DaemonClient,
+    session_id: &str,
+) -> Result<tonic::Streaming<daemon_pb::AttachResponse>> {
+    let request = daemon_pb::AttachRequest {
+        session_id: session_id.into(),
+        from_offset: Some(0),
+    };
+    Ok(client.attach(request).await?.into_inner())
+}
+
+pub async fn write_daemon(client: &mut DaemonClient, session_id: &str, data: &[u8]) -> Result<()> {
+    let request = daemon_pb::WriteRequest {
+        session_id: session_id.into(),
+        data: data.to_vec().into(),
+    };
+    client.write(request).await?;
+    Ok(())
 }
 
 pub fn spawn_request(session_id: &str, argv: &[&str]) -> daemon_pb::SpawnRequest {

@@ -47,18 +47,7 @@ impl Tmux {
             socket: dir.path().join("tmux.sock"),
             _dir: dir,
         };
-        tmux.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "base",
-            "-x",
-            "80",
-            "-y",
-            "24",
-            "sleep",
-            "86400",
-        ])?;
+        tmux.new_session("base", "sleep 86400")?;
         Ok(tmux)
     }
 
@@ -78,6 +67,22 @@ impl Tmux {
             bail!("tmux {args:?}: {}", String::from_utf8_lossy(&output.stderr));
         }
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
+    /// A detached 80×24 session running `command` (a shell command line).
+    pub fn new_session(&self, name: &str, command: &str) -> Result<()> {
+        self.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "80",
+            "-y",
+            "24",
+            command,
+        ])?;
+        Ok(())
     }
 
     pub fn server_pid(&self) -> Result<i32> {

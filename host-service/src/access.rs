@@ -10,11 +10,9 @@
 //!   its requests carry that foreign name and are refused here with
 //!   `PERMISSION_DENIED`.
 
+use holdfast::admission::{Admit, AdmitLayer};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-
-use futures_util::future::{Either, Ready, ready};
 use subtle::ConstantTimeEq;
 
 /// The bearer token clients must present. Never printed.
@@ -63,7 +61,24 @@ impl Policy {
         Ok(Self { token })
     }
 
+    /// The layer that applies this policy to every request.
+    pub fn layer(self) -> AdmitLayer<Policy> {
+        AdmitLayer::new(self)
+    }
+}
+
+impl Admit for Policy {
     /// `Ok` when the request may proceed, else the status to answer.
+    fn admit<B>(&self, request: &http::Request<B>) -> Result<(), tonic::Status> {
+        let refused = self.check(request);
+        if let Err(status) = &refused {
+            tracing::warn!(code = ?status.code(), path = request.uri().path(), "refused a request");
+        }
+        refused
+    }
+}
+
+impl Policy {
     fn check<B>(&self, request: &http::Request<B>) -> Result<(), tonic::Status> {
         // CORS preflights carry no credentials; the CORS layer answers them.
         if request.method() == http::Method::OPTIONS {
@@ -84,20 +99,16 @@ impl Policy {
                 }
             }
             None => {
-                let authority = request
-                    .uri()
-                    .authority()
-                    .map(|a| a.as_str().to_owned())
-                    .or_else(|| {
-                        let host = request.headers().get(http::header::HOST)?;
-                        host.to_str().ok().map(str::to_owned)
-                    });
+                let authority = request.uri().authority().map(|a| a.as_str()).or_else(|| {
+                    let host = request.headers().get(http::header::HOST)?;
+                    host.to_str().ok()
+                });
                 match authority {
-                    Some(authority) if is_loopback_authority(&authority) => Ok(()),
+                    Some(authority) if is_loopback_authority(authority) => Ok(()),
                     other => Err(tonic::Status::permission_denied(format!(
                         "requests must be addressed to this machine (localhost, 127.0.0.1 or [::1]), not {}; \
                          use a token (HOLDFAST_AUTH_TOKEN) to serve other names",
-                        other.as_deref().unwrap_or("no host")
+                        other.unwrap_or("no host")
                     ))),
                 }
             }
@@ -115,62 +126,6 @@ pub fn is_loopback_authority(authority: &str) -> bool {
         host.to_ascii_lowercase().as_str(),
         "localhost" | "127.0.0.1" | "[::1]"
     )
-}
-
-/// Wraps the whole server in a [`Policy`].
-#[derive(Debug, Clone)]
-pub struct AccessLayer {
-    policy: Arc<Policy>,
-}
-
-impl AccessLayer {
-    pub fn new(policy: Policy) -> Self {
-        Self {
-            policy: Arc::new(policy),
-        }
-    }
-}
-
-impl<S> tower::Layer<S> for AccessLayer {
-    type Service = Access<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Access {
-            inner,
-            policy: Arc::clone(&self.policy),
-        }
-    }
-}
-
-/// The service [`AccessLayer`] makes.
-#[derive(Debug, Clone)]
-pub struct Access<S> {
-    inner: S,
-    policy: Arc<Policy>,
-}
-
-impl<S, ReqBody, ResBody> tower::Service<http::Request<ReqBody>> for Access<S>
-where
-    S: tower::Service<http::Request<ReqBody>, Response = http::Response<ResBody>>,
-    ResBody: Default,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = Either<Ready<Result<Self::Response, Self::Error>>, S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: http::Request<ReqBody>) -> Self::Future {
-        match self.policy.check(&request) {
-            Ok(()) => Either::Right(self.inner.call(request)),
-            Err(status) => {
-                tracing::warn!(code = ?status.code(), path = request.uri().path(), "refused a request");
-                Either::Left(ready(Ok(status.into_http())))
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -86,26 +86,50 @@ pub struct LiveSessionView {
     pub last_list: Arc<Mutex<Option<DaemonList>>>,
 }
 
-/// A full daemon list and the generation it belongs to.
+/// A full daemon list, indexed by session id once, and the generation it
+/// belongs to. Cloning shares it.
 #[derive(Debug, Clone)]
 pub struct DaemonList {
     daemon_pid: u32,
     generation: u64,
     sessions: Arc<Vec<daemon::Session>>,
+    index: Arc<HashMap<String, usize>>,
+}
+
+impl DaemonList {
+    fn new(daemon_pid: u32, generation: u64, sessions: Vec<daemon::Session>) -> Self {
+        let index = sessions
+            .iter()
+            .enumerate()
+            .map(|(at, session)| (session.session_id.clone(), at))
+            .collect();
+        Self {
+            daemon_pid,
+            generation,
+            sessions: Arc::new(sessions),
+            index: Arc::new(index),
+        }
+    }
+
+    /// Where the session is in the list, and the session.
+    fn find(&self, session_id: &str) -> Option<(usize, &daemon::Session)> {
+        let at = *self.index.get(session_id)?;
+        Some((at, &self.sessions[at]))
+    }
 }
 
 /// The daemon's sessions for one request: a full list, possibly shared
 /// with earlier requests, and fresh output offsets when it was reused.
 struct DaemonView {
-    sessions: Arc<Vec<daemon::Session>>,
+    list: DaemonList,
     fresh_offsets: Option<Vec<u64>>,
 }
 
 impl DaemonView {
-    fn output_offset(&self, index: usize) -> u64 {
+    fn output_offset(&self, at: usize) -> u64 {
         match &self.fresh_offsets {
-            Some(offsets) => offsets[index],
-            None => self.sessions[index].output_offset,
+            Some(offsets) => offsets[at],
+            None => self.list.sessions[at].output_offset,
         }
     }
 }
@@ -126,24 +150,20 @@ impl LiveSessionView {
                 return Ok(memory_only(memory, reason));
             }
         };
-        let daemon_sessions = view.sessions.as_slice();
-        let by_id: HashMap<&str, (usize, &daemon::Session)> = daemon_sessions
-            .iter()
-            .enumerate()
-            .map(|(index, session)| (session.session_id.as_str(), (index, session)))
-            .collect();
+        let daemon_sessions = view.list.sessions.as_slice();
+        // Which daemon sessions memory knows, by position in the list.
+        let mut seen = vec![false; daemon_sessions.len()];
 
         let mut live = Vec::new();
-        let mut seen = HashSet::new();
         for remembered in memory {
-            seen.insert(remembered.session_id.clone());
-            // The daemon's word on liveness is fresher than memory's.
-            let Some(&(index, session)) = by_id
-                .get(remembered.session_id.as_str())
-                .filter(|(_, session)| session.alive)
-            else {
+            let Some((index, session)) = view.list.find(&remembered.session_id) else {
                 continue;
             };
+            seen[index] = true;
+            // The daemon's word on liveness is fresher than memory's.
+            if !session.alive {
+                continue;
+            }
             if !remembered.listed || remembered.exit.is_some() {
                 continue;
             }
@@ -175,18 +195,16 @@ impl LiveSessionView {
         // workspace they belong to and whether they may be listed.
         let unseen_alive = daemon_sessions
             .iter()
-            .any(|session| session.alive && !seen.contains(&session.session_id));
+            .zip(&seen)
+            .any(|(session, seen)| session.alive && !seen);
         if unseen_alive {
             for row in self.store.listable_sessions(workspace_id).await? {
-                if seen.contains(&row.id) {
-                    continue;
-                }
-                let Some(&(index, session)) = by_id
-                    .get(row.id.as_str())
-                    .filter(|(_, session)| session.alive)
-                else {
+                let Some((index, session)) = view.list.find(&row.id) else {
                     continue;
                 };
+                if seen[index] || !session.alive {
+                    continue;
+                }
                 live.push(LiveSession {
                     title: pick_title(&session.title, &row.title),
                     attached: false,
@@ -297,7 +315,7 @@ impl LiveSessionView {
             })
         {
             return Some(DaemonView {
-                sessions: last.sessions,
+                list: last,
                 fresh_offsets: Some(response.output_offsets),
             });
         }
@@ -305,14 +323,10 @@ impl LiveSessionView {
             *self.last_list() = None;
             return None;
         }
-        let sessions = Arc::new(response.sessions);
-        *self.last_list() = Some(DaemonList {
-            daemon_pid,
-            generation: response.generation,
-            sessions: Arc::clone(&sessions),
-        });
+        let list = DaemonList::new(daemon_pid, response.generation, response.sessions);
+        *self.last_list() = Some(list.clone());
         Some(DaemonView {
-            sessions,
+            list,
             fresh_offsets: None,
         })
     }

@@ -11,7 +11,7 @@ use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use crate::access::{AccessLayer, Policy};
+use crate::access::Policy;
 use crate::service::Host;
 use crate::status::HostStatus;
 
@@ -41,7 +41,7 @@ pub async fn serve(
         .layer(cors(cors_origins))
         .layer(tonic_web::GrpcWebLayer::new())
         // Inside grpc-web, so a refusal reaches browsers as grpc-web too.
-        .layer(AccessLayer::new(access))
+        .layer(access.layer())
         .add_service(WorkspaceServiceServer::new(host.clone()))
         .add_service(StatusServiceServer::new(status))
         .add_service(TerminalServiceServer::new(host).max_decoding_message_size(MAX_REQUEST_BYTES))

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use holdfast::proc_stat::{self, ProcStat};
 use rustix::process::{Pid, Signal};
 
 use crate::error::{Error, Result};
@@ -28,26 +29,6 @@ pub fn signal_group(pid: Pid, signal: Signal) -> Result<()> {
     }
 }
 
-/// Seconds since boot, as `/proc/uptime` counts them (the clock process
-/// start times are on).
-pub fn uptime() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/uptime").ok()?;
-    text.split_whitespace().next()?.parse().ok()
-}
-
-/// A process's session id and start time (seconds since boot).
-fn session_and_start(pid: i32) -> Option<(i32, f64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // pid (comm) state ppid pgrp session … starttime (field 22); comm may
-    // hold anything, so fields are counted after its last ')'.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let session = fields.get(3)?.parse().ok()?;
-    let ticks: f64 = fields.get(19)?.parse().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    Some((session, ticks / per_second))
-}
-
 /// Signals what is left of a session whose leader has exited: every
 /// process still in its session (background jobs, children that ignore the
 /// hang-up). Its id was the leader's pid; while any of them lives, the
@@ -57,21 +38,15 @@ fn session_and_start(pid: i32) -> Option<(i32, f64)> {
 /// so a pid recycled meanwhile is never hit. Returns how many were
 /// signalled.
 pub fn signal_leftovers(session: &Session, signal: Signal) -> usize {
-    let Some(exited_at) = session.exited_at_uptime() else {
+    let Some(exited_at) = session.exited_at_boot() else {
         return 0;
     };
     let sid = session.pid().as_raw_nonzero().get();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    let members: Vec<(i32, f64)> = entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let (member_of, started) = session_and_start(pid)?;
-            (member_of == sid).then_some((pid, started))
-        })
+    let member = |pid: i32| ProcStat::read(pid).filter(|stat| stat.session == sid);
+    let members: Vec<(i32, ProcStat)> = proc_stat::pids()
+        .filter_map(|pid| Some((pid, member(pid)?)))
         .collect();
-    if !members.iter().any(|&(_, started)| started <= exited_at) {
+    if !members.iter().any(|(_, stat)| stat.started <= exited_at) {
         // Nothing of ours is left; the id may be someone else's by now.
         return 0;
     }
@@ -84,9 +59,9 @@ pub fn signal_leftovers(session: &Session, signal: Signal) -> usize {
         else {
             continue;
         };
-        let still_member =
-            session_and_start(pid.as_raw_nonzero().get()).is_some_and(|(s, _)| s == sid);
-        if still_member && rustix::process::pidfd_send_signal(&pidfd, signal).is_ok() {
+        if member(pid.as_raw_nonzero().get()).is_some()
+            && rustix::process::pidfd_send_signal(&pidfd, signal).is_ok()
+        {
             signalled += 1;
         }
     }

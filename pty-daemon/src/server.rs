@@ -18,7 +18,7 @@ use tonic::{Request, Response, Status};
 
 use crate::error::Error;
 use crate::kill;
-use crate::peer_auth::PeerAuthLayer;
+use crate::peer_auth;
 use crate::registry::Registry;
 use crate::session::{Event, ExitStatus, Snapshot};
 use crate::spawn::SpawnSpec;
@@ -294,7 +294,7 @@ pub async fn serve(
         // output goes out without waiting on WINDOW_UPDATE round trips.
         .initial_stream_window_size(Some(STREAM_WINDOW_BYTES))
         .initial_connection_window_size(Some(CONNECTION_WINDOW_BYTES))
-        .layer(PeerAuthLayer::new(uid))
+        .layer(peer_auth::layer(uid))
         .add_service(PtyDaemonServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES))
         .add_service(health_service)
         .add_service(reflection_v1)

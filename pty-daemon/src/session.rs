@@ -7,7 +7,7 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use prost::bytes::Bytes;
 use rustix::process::{Pid, WaitId, WaitIdOptions};
@@ -142,8 +142,9 @@ pub struct Session {
     exited: watch::Sender<bool>,
     /// Bumped after a change `List` shows (exit, title, size).
     generation: Generation,
-    /// When the program was reaped, in seconds since boot.
-    exited_at_uptime: std::sync::OnceLock<f64>,
+    /// When the program was reaped, on the boot clock (process start
+    /// times are on it).
+    exited_at_boot: std::sync::OnceLock<Duration>,
 }
 
 impl Session {
@@ -182,7 +183,7 @@ impl Session {
             changes: watch::Sender::new(()),
             exited: watch::Sender::new(false),
             generation,
-            exited_at_uptime: std::sync::OnceLock::new(),
+            exited_at_boot: std::sync::OnceLock::new(),
         });
         tokio::spawn(Arc::clone(&session).drive(pidfd, exits));
         Ok(session)
@@ -216,9 +217,9 @@ impl Session {
         self.state().exit
     }
 
-    /// When the program was reaped, in seconds since boot.
-    pub fn exited_at_uptime(&self) -> Option<f64> {
-        self.exited_at_uptime.get().copied()
+    /// When the program was reaped, on the boot clock.
+    pub fn exited_at_boot(&self) -> Option<Duration> {
+        self.exited_at_boot.get().copied()
     }
 
     /// Bytes of output produced so far.
@@ -393,9 +394,7 @@ impl Session {
         while reading && matches!(self.read_some(), Ok(ReadOutcome::More)) {}
         let exit = reap(&pidfd).await;
         tracing::debug!(session_id = %self.id, ?exit, "session exited");
-        if let Some(now) = crate::kill::uptime() {
-            let _ = self.exited_at_uptime.set(now);
-        }
+        let _ = self.exited_at_boot.set(holdfast::proc_stat::since_boot());
         self.state().exit = Some(exit);
         self.generation.bump();
         self.exited.send_replace(true);

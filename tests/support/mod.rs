@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use holdfast::daemon_client::{self, DaemonClient};
+use holdfast::proc_stat::ProcStat;
 use holdfast::proto::daemon::v1 as pb;
 use tonic::Streaming;
 
@@ -49,14 +50,30 @@ pub fn outside_tool(variable: &str, how: &str) -> Option<PathBuf> {
     None
 }
 
+/// A finished command's stdout, after checking it succeeded (both streams
+/// are shown when it did not).
+pub fn stdout_of(output: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "failed ({}): {stdout}{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
 /// Waits until `pid` is stopped by a signal (state `T` in /proc).
 pub async fn stopped(pid: i32) {
     eventually("the process to stop", || async move {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let state = stat.rsplit_once(')')?.1.split_whitespace().next()?;
-        (state == "T").then_some(())
+        ProcStat::read(pid)?.is_stopped().then_some(())
     })
     .await
+}
+
+/// Whether `pid` runs (exists and is not a zombie).
+pub fn running(pid: i32) -> bool {
+    ProcStat::read(pid).is_some_and(|stat| !stat.is_zombie())
 }
 
 /// A request whose field 1 (a string in every request that has one) holds

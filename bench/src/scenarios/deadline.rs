@@ -27,7 +27,9 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     kill_process(pid, Signal::STOP)?;
     // kill() returns before the daemon has stopped; wait until it has.
     poll("the daemon to stop", || async {
-        crate::procfs::stopped(pid.as_raw_nonzero().get()).then_some(())
+        holdfast::proc_stat::ProcStat::read(pid.as_raw_nonzero().get())
+            .is_some_and(|stat| stat.is_stopped())
+            .then_some(())
     })
     .await?;
     let mut samples = Samples::default();

@@ -6,13 +6,11 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
-use holdfast::proto::daemon::v1 as daemon_pb;
-use holdfast::proto::host::v1 as pb;
 
 use super::Ctx;
 use crate::floor::RawPty;
 use crate::report::{Figure, Role, Row};
-use crate::services::{Home, spawn_request, stop_daemon};
+use crate::services::{Home, attach_daemon, spawn_request, stop_daemon, write_daemon};
 use crate::stats::{Samples, time_blocking};
 use crate::streams::until_contains;
 use crate::tmux::Tmux;
@@ -25,25 +23,12 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     let mut host = home.start_host(&ctx.bins, &[]).await?;
     let workspace = host.workspace("echo").await?;
     let session = host.create(&workspace, &ARGV).await?.session_id;
-    let mut host_stream = host
-        .terminals
-        .attach_session(pb::AttachSessionRequest {
-            session_id: session.clone(),
-            from_offset: Some(0),
-        })
-        .await?
-        .into_inner();
+    let mut host_stream = host.attach(&session).await?;
     until_contains(&mut host_stream, b"ready").await?;
 
     let mut daemon = host.daemon().clone();
     daemon.spawn(spawn_request("echo", &ARGV)).await?;
-    let mut daemon_stream = daemon
-        .attach(daemon_pb::AttachRequest {
-            session_id: "echo".into(),
-            from_offset: Some(0),
-        })
-        .await?
-        .into_inner();
+    let mut daemon_stream = attach_daemon(&mut daemon, "echo").await?;
     until_contains(&mut daemon_stream, b"ready").await?;
 
     let mut pty = RawPty::spawn(&ARGV)?;
@@ -52,17 +37,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     let tmux = Tmux::start()?;
     // tmux output before a client attaches is not sent to it: wait for one.
     let script = format!("read go; {}", ARGV[2]);
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "echo",
-        "-x",
-        "80",
-        "-y",
-        "24",
-        &script,
-    ])?;
+    tmux.new_session("echo", &script)?;
     let mut control = tmux.control("echo")?;
     control.command("send-keys -t echo Enter")?;
     loop {
@@ -76,22 +51,12 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     for i in 0..ctx.scale.echo_samples {
         let key = [b'a' + (i % 26) as u8];
         let start = Instant::now();
-        daemon
-            .write(daemon_pb::WriteRequest {
-                session_id: "echo".into(),
-                data: key.to_vec().into(),
-            })
-            .await?;
+        write_daemon(&mut daemon, "echo", &key).await?;
         until_contains(&mut daemon_stream, &key).await?;
         via_daemon.push(start.elapsed());
 
         let start = Instant::now();
-        host.terminals
-            .write_input(pb::WriteInputRequest {
-                session_id: session.clone(),
-                data: key.to_vec().into(),
-            })
-            .await?;
+        host.write(&session, &key).await?;
         until_contains(&mut host_stream, &key).await?;
         via_host.push(start.elapsed());
 

@@ -10,7 +10,7 @@ use holdfast::proto::daemon::v1 as daemon_pb;
 use super::Ctx;
 use crate::procfs::{rss_kib, threads};
 use crate::report::{Figure, Role, Row};
-use crate::services::{Home, poll, spawn_request};
+use crate::services::{Home, spawn_request};
 use crate::tmux::Tmux;
 
 const NAME: &str = "6. footprint of idle sessions";
@@ -26,18 +26,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             .spawn(spawn_request(&format!("warm-{i}"), &["true"]))
             .await?;
     }
-    poll("the warm-up sessions to end", || {
-        let mut client = client.clone();
-        async move {
-            let list = client
-                .list(daemon_pb::ListRequest::default())
-                .await
-                .ok()?
-                .into_inner();
-            list.sessions.is_empty().then_some(())
-        }
-    })
-    .await?;
+    daemon.wait_until_empty().await?;
     let pid = daemon.pid();
     let (rss_before, threads_before) = (rss_kib(pid), threads(pid));
     for i in 0..count {

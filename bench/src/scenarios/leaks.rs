@@ -10,7 +10,9 @@ use holdfast::proto::daemon::v1 as daemon_pb;
 use rustix::process::{Pid, Signal, kill_process};
 
 use super::Ctx;
-use crate::procfs::{open_fds, rss_kib, threads, zombie_children};
+use holdfast::proc_stat::zombie_children;
+
+use crate::procfs::{open_fds, rss_kib, threads};
 use crate::report::{Figure, Role, Row};
 use crate::services::{Daemon, Home, spawn_request};
 use crate::stats::{Samples, time_blocking};
@@ -69,35 +71,18 @@ async fn cycle(daemon: &mut Daemon, first: usize, cycles: usize) -> Result<()> {
     Ok(())
 }
 
-/// Waits until the daemon's sweep has forgotten every exited session.
-async fn swept(daemon: &mut Daemon) -> Result<()> {
-    let client = daemon.client.clone();
-    crate::services::poll("the sweep", || {
-        let mut client = client.clone();
-        async move {
-            let list = client
-                .list(daemon_pb::ListRequest::default())
-                .await
-                .ok()?
-                .into_inner();
-            list.sessions.is_empty().then_some(())
-        }
-    })
-    .await
-}
-
 pub async fn run(ctx: &mut Ctx) -> Result<()> {
     let cycles = ctx.scale.leak_cycles;
     let home = Home::new()?;
     let mut daemon = home.start_daemon(&ctx.bins).await?;
     let pid = daemon.pid();
     cycle(&mut daemon, 0, 100).await?;
-    swept(&mut daemon).await?;
+    daemon.wait_until_empty().await?;
     let before = usage(pid);
     let start = Instant::now();
     cycle(&mut daemon, 100, cycles).await?;
     let per_cycle = start.elapsed() / cycles as u32;
-    swept(&mut daemon).await?;
+    daemon.wait_until_empty().await?;
     // Exited sessions are dropped by a sweep, and idle blocking-pool
     // threads retire after 10 s: wait (bounded) for the baseline.
     let settle = Instant::now() + Duration::from_secs(15);

@@ -132,17 +132,7 @@ fn tmux_flood(scale: &super::Scale) -> Result<(Samples, u64, f64)> {
     let mut drainers = Vec::new();
     for i in 0..scale.flood_sessions {
         let name = format!("yes{i}");
-        tmux.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            &name,
-            "-x",
-            "80",
-            "-y",
-            "24",
-            SCRIPT,
-        ])?;
+        tmux.new_session(&name, SCRIPT)?;
         let mut child = tmux
             .command()
             .args(["-C", "attach-session", "-t", &name])

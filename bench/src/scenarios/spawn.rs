@@ -6,13 +6,11 @@ use std::io::Read;
 use std::time::Duration;
 
 use anyhow::Result;
-use holdfast::proto::daemon::v1 as daemon_pb;
-use holdfast::proto::host::v1 as pb;
 
 use super::Ctx;
 use crate::floor::RawPty;
 use crate::report::{Figure, Role, Row};
-use crate::services::{Home, spawn_request, stop_daemon};
+use crate::services::{Home, attach_daemon, spawn_request, stop_daemon};
 use crate::stats::{Samples, time_blocking};
 use crate::streams::first_output;
 use crate::tmux::Tmux;
@@ -31,27 +29,14 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     for i in 0..ctx.scale.spawn_samples {
         let start = std::time::Instant::now();
         let session = host.create(&workspace, &ARGV).await?;
-        let mut stream = host
-            .terminals
-            .attach_session(pb::AttachSessionRequest {
-                session_id: session.session_id,
-                from_offset: Some(0),
-            })
-            .await?
-            .into_inner();
+        let mut stream = host.attach(&session.session_id).await?;
         first_output(&mut stream).await?;
         via_host.push(start.elapsed());
 
         let start = std::time::Instant::now();
         let id = format!("spawn-{i}");
         daemon.spawn(spawn_request(&id, &ARGV)).await?;
-        let mut stream = daemon
-            .attach(daemon_pb::AttachRequest {
-                session_id: id,
-                from_offset: Some(0),
-            })
-            .await?
-            .into_inner();
+        let mut stream = attach_daemon(&mut daemon, &id).await?;
         first_output(&mut stream).await?;
         via_daemon.push(start.elapsed());
 

@@ -7,13 +7,11 @@ use std::io::Write;
 use std::time::Instant;
 
 use anyhow::{Result, ensure};
-use holdfast::proto::daemon::v1 as daemon_pb;
-use holdfast::proto::host::v1 as pb;
 
 use super::Ctx;
 use crate::floor::RawPty;
 use crate::report::{Figure, Role, Row};
-use crate::services::{Home, spawn_request, stop_daemon};
+use crate::services::{Home, attach_daemon, spawn_request, stop_daemon, write_daemon};
 use crate::streams::until_exit;
 use crate::tmux::{Tmux, output_bytes};
 
@@ -64,20 +62,9 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
 
         let id = format!("cat-{round}");
         daemon.spawn(spawn_request(&id, &argv)).await?;
-        let mut stream = daemon
-            .attach(daemon_pb::AttachRequest {
-                session_id: id.clone(),
-                from_offset: Some(0),
-            })
-            .await?
-            .into_inner();
+        let mut stream = attach_daemon(&mut daemon, &id).await?;
         let start = Instant::now();
-        daemon
-            .write(daemon_pb::WriteRequest {
-                session_id: id,
-                data: b"\n".to_vec().into(),
-            })
-            .await?;
+        write_daemon(&mut daemon, &id, b"\n").await?;
         let (received, missed) = until_exit(&mut stream).await?;
         via_daemon.push(rate(size, start.elapsed().as_secs_f64()));
         lost += missed;
@@ -87,21 +74,9 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         );
 
         let session = host.create(&workspace, &argv).await?.session_id;
-        let mut stream = host
-            .terminals
-            .attach_session(pb::AttachSessionRequest {
-                session_id: session.clone(),
-                from_offset: Some(0),
-            })
-            .await?
-            .into_inner();
+        let mut stream = host.attach(&session).await?;
         let start = Instant::now();
-        host.terminals
-            .write_input(pb::WriteInputRequest {
-                session_id: session,
-                data: b"\n".to_vec().into(),
-            })
-            .await?;
+        host.write(&session, b"\n").await?;
         let (received, missed) = until_exit(&mut stream).await?;
         via_host.push(rate(size, start.elapsed().as_secs_f64()));
         lost += missed;
@@ -111,17 +86,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         );
 
         let name = format!("cat{round}");
-        tmux.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            &name,
-            "-x",
-            "80",
-            "-y",
-            "24",
-            &script,
-        ])?;
+        tmux.new_session(&name, &script)?;
         let mut control = tmux.control(&name)?;
         control.send(&format!("send-keys -t {name} Enter"))?;
         let start = Instant::now();

@@ -1,0 +1,94 @@
+//! What `/proc/<pid>/stat` says of a process, parsed in one place for the
+//! daemon (a session's leftovers), the benchmarks and the tests.
+
+use std::time::Duration;
+
+/// The fields of `/proc/<pid>/stat` that holdfast reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    /// `R`, `S`, `Z`, `T`, …
+    pub state: char,
+    /// The parent's pid.
+    pub ppid: i32,
+    /// The session id (the session leader's pid).
+    pub session: i32,
+    /// When the process started, on the boot clock.
+    pub started: Duration,
+}
+
+impl ProcStat {
+    /// The process's stat, or `None` once it is gone (or unreadable).
+    pub fn read(pid: i32) -> Option<Self> {
+        Self::parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    }
+
+    /// Parses a stat line: `pid (comm) state ppid pgrp session … starttime`
+    /// (field 22). comm may hold anything, so fields are counted after its
+    /// last `)`.
+    pub fn parse(stat: &str) -> Option<Self> {
+        let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+        let state = fields.next()?.chars().next()?;
+        let ppid = fields.next()?.parse().ok()?;
+        let session = fields.nth(1)?.parse().ok()?;
+        let ticks: u64 = fields.nth(15)?.parse().ok()?;
+        let per_second = rustix::param::clock_ticks_per_second().max(1);
+        Some(Self {
+            state,
+            ppid,
+            session,
+            started: Duration::from_nanos(ticks.saturating_mul(1_000_000_000) / per_second),
+        })
+    }
+
+    /// Exited but not yet reaped.
+    pub fn is_zombie(&self) -> bool {
+        self.state == 'Z'
+    }
+
+    /// Stopped by a signal.
+    pub fn is_stopped(&self) -> bool {
+        self.state == 'T'
+    }
+}
+
+/// Now, on the clock process start times are on (time since boot).
+pub fn since_boot() -> Duration {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
+/// Every pid in `/proc` now.
+pub fn pids() -> impl Iterator<Item = i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+}
+
+/// Children of `pid` that have exited and not been reaped.
+pub fn zombie_children(pid: i32) -> usize {
+    pids()
+        .filter_map(ProcStat::read)
+        .filter(|stat| stat.ppid == pid && stat.is_zombie())
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_fields_after_a_comm_with_spaces_and_parentheses() {
+        let line = "4242 (my (odd) prog) S 1 4242 4240 34817 4242 4194560 100 0 0 0 \
+                    1 2 0 0 20 0 1 0 1234 12345678 300 18446744073709551615";
+        let stat = ProcStat::parse(line).expect("parses");
+        assert_eq!((stat.state, stat.ppid, stat.session), ('S', 1, 4240));
+        let per_second = rustix::param::clock_ticks_per_second();
+        assert_eq!(
+            stat.started,
+            Duration::from_nanos(1234 * 1_000_000_000 / per_second)
+        );
+        assert!(ProcStat::read(std::process::id() as i32).is_some());
+        assert!(since_boot() > Duration::ZERO);
+    }
+}
