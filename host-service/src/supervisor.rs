@@ -270,9 +270,14 @@ impl Supervisor {
 
     /// Follows the daemon forever: records exits, and handles its death.
     pub async fn run(self: Arc<Self>) {
+        // Whether a daemon was up and has not been recorded dead since. It
+        // outlives a spell of "accepts but does not answer": a daemon dying
+        // under SIGKILL can look that way for a moment before its socket
+        // refuses, and its death must still be counted.
+        let mut was_up = false;
         loop {
-            let was_up = matches!(self.health.state(), DaemonState::Up { .. });
-            if was_up {
+            if matches!(self.health.state(), DaemonState::Up { .. }) {
+                was_up = true;
                 self.follow_exits().await;
             }
             // The watch ended (the daemon restarted, died, or the link
@@ -295,6 +300,7 @@ impl Supervisor {
             // up is found gone; not again on every retry while it is down.
             if was_up {
                 self.daemon_died().await;
+                was_up = false;
             }
             if self.breaker_tripped() {
                 let reason = format!(
