@@ -63,8 +63,10 @@ impl Modelled {
 }
 
 struct World {
-    home: HostHome,
+    // Dropped first: a host-service outliving its home would relaunch the
+    // daemon the home stops, and leave that one running.
     host: HostService,
+    home: HostHome,
     workspaces: [String; 2],
     closed: [bool; 2],
     sessions: Vec<Modelled>,
@@ -81,8 +83,8 @@ impl World {
             host.create_workspace("two").await.workspace_id,
         ];
         Self {
-            home,
             host,
+            home,
             workspaces,
             closed: [false; 2],
             sessions: Vec::new(),
