@@ -65,6 +65,40 @@ pub fn pids() -> impl Iterator<Item = i32> {
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
 }
 
+/// Detached daemons (`--daemonize`) serving `socket`, found by their
+/// command lines: what test and benchmark homes stop when they go away.
+pub fn daemons_serving(socket: &std::path::Path) -> Vec<i32> {
+    let socket = socket.as_os_str().as_encoded_bytes();
+    pids()
+        .filter(|pid| {
+            let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+                return false;
+            };
+            let args: Vec<&[u8]> = cmdline.split(|byte| *byte == 0).collect();
+            args.contains(&&b"--daemonize"[..]) && args.contains(&socket)
+        })
+        .collect()
+}
+
+/// Wakes `pid` if stopped, asks it to end (SIGTERM) and waits up to
+/// `patience` for it to be gone; whether it went.
+pub fn terminate(pid: i32, patience: Duration) -> bool {
+    use rustix::process::{Pid, Signal, kill_process, test_kill_process};
+    let Some(pid) = Pid::from_raw(pid) else {
+        return false;
+    };
+    let _ = kill_process(pid, Signal::CONT);
+    let _ = kill_process(pid, Signal::TERM);
+    let deadline = std::time::Instant::now() + patience;
+    while test_kill_process(pid).is_ok() {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
 /// Children of `pid` that have exited and not been reaped.
 pub fn zombie_children(pid: i32) -> usize {
     pids()

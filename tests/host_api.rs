@@ -282,6 +282,61 @@ async fn closing_a_workspace_disposes_its_sessions_and_refuses_new_ones() {
     );
 }
 
+/// Creates racing a CloseWorkspace, in four lanes: however each one lands
+/// (refused, started then killed, or answered then killed by the close),
+/// once all have answered nothing of the workspace is listed or running.
+#[tokio::test]
+async fn closing_a_workspace_while_sessions_start_leaves_none_running() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("racing").await.workspace_id;
+    let mut lanes = tokio::task::JoinSet::new();
+    for _ in 0..4 {
+        let mut terminals = host.terminals.clone();
+        let request = session_request(&workspace, &["sleep", "1000"]);
+        lanes.spawn(async move {
+            loop {
+                if let Err(status) = terminals.create_session(request.clone()).await {
+                    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+                    return;
+                }
+            }
+        });
+    }
+    host.list_until("a few sessions started", &workspace, |list| {
+        list.sessions.len() >= 8
+    })
+    .await;
+    host.workspaces
+        .close_workspace(pb::CloseWorkspaceRequest {
+            workspace_id: workspace.clone(),
+        })
+        .await
+        .expect("close");
+    while let Some(lane) = lanes.join_next().await {
+        lane.expect("lane");
+    }
+    assert!(host.list(&workspace).await.sessions.is_empty());
+    let daemon = holdfast::daemon_client::connect(&home.socket(), PATIENCE)
+        .await
+        .expect("daemon");
+    eventually("every started session to have exited", || {
+        let mut daemon = daemon.clone();
+        async move {
+            let list = daemon
+                .list(holdfast::proto::daemon::v1::ListRequest::default())
+                .await
+                .ok()?
+                .into_inner();
+            list.sessions
+                .iter()
+                .all(|session| !session.alive)
+                .then_some(())
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn the_reaper_kills_orphans_but_never_active_sessions() {
     let home = HostHome::new();

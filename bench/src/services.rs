@@ -60,6 +60,16 @@ pub struct Home {
     pub dir: tempfile::TempDir,
 }
 
+/// A scenario that fails stops nothing itself; its home stops the daemon a
+/// host-service launched in it, so no run leaves one behind.
+impl Drop for Home {
+    fn drop(&mut self) {
+        for pid in holdfast::proc_stat::daemons_serving(&self.socket()) {
+            holdfast::proc_stat::terminate(pid, Duration::from_secs(10));
+        }
+    }
+}
+
 impl Home {
     pub fn new() -> Result<Self> {
         Ok(Self {
@@ -94,6 +104,10 @@ impl Home {
             // Exited sessions leave the daemon's list soon, so spawn-heavy
             // scenarios do not grow the lists later ones measure.
             .env("HOLDFAST_EXIT_RETENTION_SECS", "2")
+            // Scenarios spawn sessions on the daemon directly, beside the
+            // host's; its reaper would kill them as orphans (a SIGHUP that
+            // once cut a throughput run short). It still runs at start.
+            .env("HOLDFAST_REAP_INTERVAL_SECS", "86400")
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

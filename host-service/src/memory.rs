@@ -39,6 +39,9 @@ struct Inner {
     creating: HashSet<String>,
     /// Sessions that exited before their creation finished registering.
     exited_while_creating: HashSet<String>,
+    /// Sessions whose rows were stamped (disposed, workspace closed) before
+    /// their creation finished registering.
+    stamped_while_creating: HashSet<String>,
 }
 
 /// The in-memory session map.
@@ -61,14 +64,20 @@ impl Memory {
     }
 
     /// Ends a creation started with `begin_create`, registering the
-    /// session if it started.
-    pub fn finish_create(&self, session_id: &str, session: Option<MemorySession>) {
+    /// session if it started. False when its row was stamped meanwhile
+    /// ([`Memory::remove`] during the creation): then it is not registered
+    /// and must never become visible.
+    pub fn finish_create(&self, session_id: &str, session: Option<MemorySession>) -> bool {
         let mut inner = self.inner();
         inner.creating.remove(session_id);
         let exited = inner.exited_while_creating.remove(session_id);
+        if inner.stamped_while_creating.remove(session_id) {
+            return false;
+        }
         if let Some(session) = session.filter(|_| !exited) {
             inner.sessions.insert(session.session_id.clone(), session);
         }
+        true
     }
 
     /// The sessions whose creation is under way now.
@@ -95,9 +104,16 @@ impl Memory {
         self.inner().sessions.contains_key(session_id)
     }
 
-    /// Forgets a session (it was disposed).
+    /// Forgets a session whose row was just stamped (disposed, or its
+    /// workspace closed). A creation of it still under way will not
+    /// register it: stamping the row, then this, then the creation's
+    /// [`Memory::finish_create`] is the order that keeps it hidden.
     pub fn remove(&self, session_id: &str) -> Option<MemorySession> {
-        self.inner().sessions.remove(session_id)
+        let mut inner = self.inner();
+        if inner.creating.contains(session_id) {
+            inner.stamped_while_creating.insert(session_id.to_owned());
+        }
+        inner.sessions.remove(session_id)
     }
 
     /// The workspace's registered sessions, as they are now.
@@ -218,6 +234,19 @@ mod tests {
         memory.finish_create("quick", Some(session("quick")));
         assert!(!memory.contains("quick"));
         assert!(!memory.is_creating("quick"));
+    }
+
+    #[test]
+    fn a_session_stamped_while_being_created_is_never_registered() {
+        let memory = Memory::default();
+        memory.begin_create("closed");
+        assert!(memory.remove("closed").is_none());
+        assert!(!memory.finish_create("closed", Some(session("closed"))));
+        assert!(!memory.contains("closed"));
+        // The mark goes with the creation: a later one is registered.
+        memory.begin_create("closed");
+        assert!(memory.finish_create("closed", Some(session("closed"))));
+        assert!(memory.contains("closed"));
     }
 
     #[test]

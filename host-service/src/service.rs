@@ -350,27 +350,7 @@ impl TerminalService for Host {
                 return Err(error.into());
             }
         };
-        // Closed (or disposed) while it was starting: it never becomes
-        // visible; the stamp makes the reaper's kill stick if this one fails.
-        let stamped = match self.store.session(&session_id).await {
-            Ok(row) => row.is_none_or(|row| row.is_stamped()),
-            Err(error) => {
-                tracing::error!(%session_id, %error, "re-reading a new session failed");
-                false
-            }
-        };
-        if stamped {
-            self.memory.finish_create(&session_id, None);
-            let kill = self.request(daemon::KillRequest {
-                session_id: session_id.clone(),
-                ..Default::default()
-            });
-            if let Err(error) = self.daemon_call("kill", client.kill(kill)).await {
-                tracing::warn!(%session_id, %error, "killing a session of a closed workspace failed; the reaper will retry");
-            }
-            return Err(Error::WorkspaceClosed(workspace_id).into());
-        }
-        self.memory.finish_create(
+        let registered = self.memory.finish_create(
             &session_id,
             spawned.alive.then(|| MemorySession {
                 session_id: session_id.clone(),
@@ -385,6 +365,19 @@ impl TerminalService for Host {
                 exit: None,
             }),
         );
+        if !registered {
+            // Its workspace was closed (or it was disposed) while it was
+            // starting: it never becomes visible; the row's stamp makes the
+            // reaper's kill stick if this one fails.
+            let kill = self.request(daemon::KillRequest {
+                session_id: session_id.clone(),
+                ..Default::default()
+            });
+            if let Err(error) = self.daemon_call("kill", client.kill(kill)).await {
+                tracing::warn!(%session_id, %error, "killing a session of a closed workspace failed; the reaper will retry");
+            }
+            return Err(Error::WorkspaceClosed(workspace_id).into());
+        }
         tracing::info!(%session_id, %workspace_id, pid = spawned.pid, listed, "session created");
         Ok(Response::new(pb::CreateSessionResponse {
             session: Some(pb::Session {

@@ -104,39 +104,14 @@ impl HostHome {
     /// Pids of processes started as daemons on this home's socket,
     /// including launchers that have not exited yet.
     pub fn daemon_pids(&self) -> Vec<i32> {
-        let socket = self.socket().to_string_lossy().into_owned();
-        let mut pids = Vec::new();
-        for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-                continue;
-            };
-            let args: Vec<String> = cmdline
-                .split(|b| *b == 0)
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            if args.iter().any(|a| a == "--daemonize") && args.iter().any(|a| a == &socket) {
-                pids.push(pid);
-            }
-        }
-        pids
+        holdfast::proc_stat::daemons_serving(&self.socket())
     }
 }
 
 impl Drop for HostHome {
     fn drop(&mut self) {
         for pid in self.daemon_pids() {
-            let pid = rustix::process::Pid::from_raw(pid).expect("pid");
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::CONT);
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-            let deadline = std::time::Instant::now() + Duration::from_secs(10);
-            while rustix::process::test_kill_process(pid).is_ok()
-                && std::time::Instant::now() < deadline
-            {
-                std::thread::sleep(Duration::from_millis(10));
-            }
+            holdfast::proc_stat::terminate(pid, Duration::from_secs(10));
         }
     }
 }

@@ -70,7 +70,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         lost += missed;
         ensure!(
             received + missed >= size,
-            "the daemon gave {received} of {size} bytes"
+            "the daemon gave {received} of {size} bytes ({missed} announced lost)"
         );
 
         let session = host.create(&workspace, &argv).await?.session_id;
@@ -82,7 +82,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         lost += missed;
         ensure!(
             received + missed >= size,
-            "the host-service gave {received} of {size} bytes"
+            "the host-service gave {received} of {size} bytes ({missed} announced lost)"
         );
 
         let name = format!("cat{round}");
