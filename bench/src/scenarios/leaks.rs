@@ -103,7 +103,14 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     }
     let start = Instant::now();
     kill_process(Pid::from_raw(pid).expect("pid"), Signal::TERM)?;
-    let status = tokio::task::block_in_place(|| daemon.child.wait())?;
+    // Polled, not waited on: the client must keep running to answer the
+    // daemon's GOAWAY, or the stop would include its 1 s grace for clients.
+    let status = loop {
+        if let Some(status) = daemon.child.try_wait()? {
+            break status;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    };
     let stop = start.elapsed();
     if !status.success() {
         bail!("the daemon stopped with {status}");
