@@ -24,6 +24,9 @@ pub struct SessionSettings {
 #[derive(Default)]
 struct Sessions {
     by_id: HashMap<String, Arc<Session>>,
+    /// `by_id`'s sessions oldest first, built on the first list after a
+    /// session came or went rather than sorted on every list.
+    ordered: Option<Arc<[Arc<Session>]>>,
     /// Ids taken by spawns still in progress, so two spawns cannot both
     /// claim one id.
     reserved: HashSet<String>,
@@ -78,13 +81,19 @@ impl Registry {
     }
 
     /// Every session, oldest first.
-    pub fn all(&self) -> Vec<Arc<Session>> {
-        let mut all: Vec<_> = self.sessions().by_id.values().cloned().collect();
+    pub fn all(&self) -> Arc<[Arc<Session>]> {
+        let mut sessions = self.sessions();
+        if let Some(ordered) = &sessions.ordered {
+            return Arc::clone(ordered);
+        }
+        let mut all: Vec<_> = sessions.by_id.values().cloned().collect();
         all.sort_by(|a, b| {
             a.created_at()
                 .cmp(&b.created_at())
                 .then_with(|| a.id().cmp(b.id()))
         });
+        let all: Arc<[Arc<Session>]> = all.into();
+        sessions.ordered = Some(Arc::clone(&all));
         all
     }
 
@@ -129,6 +138,7 @@ impl Registry {
         sessions.reserved.remove(&session_id);
         let session = started?;
         sessions.by_id.insert(session_id, Arc::clone(&session));
+        sessions.ordered = None;
         drop(sessions);
         self.generation.bump();
         Ok(session)
@@ -161,6 +171,9 @@ impl Registry {
                 None => true,
             });
         let dropped = before - sessions.by_id.len();
+        if dropped > 0 {
+            sessions.ordered = None;
+        }
         drop(sessions);
         if dropped > 0 {
             self.generation.bump();
@@ -191,8 +204,9 @@ impl Registry {
     pub async fn hang_up_all(&self, grace: Duration) {
         let live: Vec<_> = self
             .all()
-            .into_iter()
+            .iter()
             .filter(|session| session.exit_status().is_none())
+            .cloned()
             .collect();
         if live.is_empty() {
             return;

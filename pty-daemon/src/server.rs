@@ -249,7 +249,7 @@ fn session_to_proto(snapshot: Snapshot) -> pb::Session {
         cols: snapshot.cols.into(),
         rows: snapshot.rows.into(),
         argv: snapshot.argv,
-        cwd: snapshot.cwd.to_string_lossy().into_owned(),
+        cwd: snapshot.cwd,
         title: snapshot.title,
         created_at: Some(snapshot.created_at.into()),
         exited_at: snapshot.exit.map(|exit| exit.at.into()),

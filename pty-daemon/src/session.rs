@@ -5,7 +5,6 @@
 use std::cell::RefCell;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
@@ -78,8 +77,8 @@ pub struct Snapshot {
     pub pid: u32,
     /// argv as started.
     pub argv: Vec<String>,
-    /// Where it started.
-    pub cwd: PathBuf,
+    /// Where it started (as text: what lists show).
+    pub cwd: String,
     /// When it was spawned.
     pub created_at: SystemTime,
     /// The last OSC title.
@@ -130,7 +129,8 @@ pub struct Session {
     id: String,
     pid: Pid,
     argv: Vec<String>,
-    cwd: PathBuf,
+    /// Where it started, as lists show it (converted once, not per list).
+    cwd: String,
     created_at: SystemTime,
     master: AsyncFd<OwnedFd>,
     /// Serialises writers so each `Write` lands whole and in order.
@@ -167,7 +167,7 @@ impl Session {
             id,
             pid: spawned.pid,
             argv: spawned.argv,
-            cwd: spawned.cwd,
+            cwd: spawned.cwd.to_string_lossy().into_owned(),
             created_at: SystemTime::now(),
             master,
             input: tokio::sync::Mutex::new(()),
