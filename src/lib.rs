@@ -7,6 +7,7 @@ pub mod daemon_client;
 pub mod logging;
 pub mod paths;
 pub mod proc_stat;
+pub mod proc_usage;
 pub mod proto;
 pub mod reflection;
 pub mod status_text;

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use holdfast::daemon_client;
+use holdfast::proc_usage::open_fds;
 use holdfast::proto::daemon::v1 as pb;
 use support::*;
 
@@ -426,16 +427,12 @@ async fn a_client_with_another_uid_is_refused() {
     );
 }
 
-fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |dir| dir.count())
-}
-
 /// 1,000 spawn/kill cycles leave no zombies and no more open fds than
 /// before them (sessions exit and are forgotten at once: retention 0).
 #[tokio::test]
 async fn spawn_kill_cycles_leak_no_fds_and_no_zombies() {
     let daemon = Daemon::start_with(&["--exit-retention-secs", "0"]).await;
-    let pid = daemon.child.id();
+    let pid = daemon.child.id() as i32;
     let mut client = daemon.client().await;
     let mut exits = client
         .watch_sessions(pb::WatchSessionsRequest {})
@@ -485,7 +482,7 @@ async fn spawn_kill_cycles_leak_no_fds_and_no_zombies() {
     }
     settled(baseline).await;
     assert_eq!(
-        holdfast::proc_stat::zombie_children(pid as i32),
+        holdfast::proc_stat::zombie_children(pid),
         0,
         "zombies left behind"
     );

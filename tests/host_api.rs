@@ -6,6 +6,7 @@ mod support;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
+use holdfast::proc_usage::rss_kib;
 use holdfast::proto::host::v1 as pb;
 use support::host::*;
 use support::*;
@@ -494,16 +495,6 @@ async fn short_answers_are_not_held_back_by_nagle() {
     );
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?.to_owned();
-            line.split_whitespace().nth(1)?.parse().ok()
-        })
-        .unwrap_or(0)
-}
-
 /// Reads output until at least `bytes` arrived; returns how many did.
 async fn receive_bytes(
     stream: &mut tonic::Streaming<pb::AttachSessionResponse>,
@@ -570,8 +561,8 @@ async fn a_stalled_attacher_slows_nothing_and_memory_stays_bounded() {
         .expect("attach")
         .into_inner();
 
-    let daemon = home.serving_daemon_pid().await.expect("daemon") as u32;
-    let host_pid = host.child.id();
+    let daemon = home.serving_daemon_pid().await.expect("daemon");
+    let host_pid = host.child.id() as i32;
     // The baseline once the flood has filled the ring and every window:
     // after the reading attacher has had several MiB.
     let mut flood_bytes = receive_bytes(&mut reader, 4 << 20).await;

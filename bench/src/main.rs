@@ -6,7 +6,6 @@
 //!   cargo run --release -p holdfast-bench [-- --quick] [--only spawn,echo]
 
 mod floor;
-mod procfs;
 mod report;
 mod scenarios;
 mod services;

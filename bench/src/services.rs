@@ -60,8 +60,9 @@ pub struct Home {
     pub dir: tempfile::TempDir,
 }
 
-/// A scenario that fails stops nothing itself; its home stops the daemon a
-/// host-service launched in it, so no run leaves one behind.
+/// The daemon a host-service launched outlives the host: the home stops it
+/// (hanging up its sessions) when dropped, whether the scenario finished or
+/// failed, so no run leaves one behind.
 impl Drop for Home {
     fn drop(&mut self) {
         for pid in holdfast::proc_stat::daemons_serving(&self.socket()) {
@@ -369,16 +370,5 @@ pub fn spawn_request(session_id: &str, argv: &[&str]) -> daemon_pb::SpawnRequest
         cols: 80,
         rows: 24,
         ..Default::default()
-    }
-}
-
-/// Stops the daemon a host-service launched (it outlives the host); it
-/// hangs up its sessions.
-pub async fn stop_daemon(client: &mut DaemonClient) {
-    if let Ok(pid) = daemon_pid(client).await {
-        let _ = rustix::process::kill_process(
-            rustix::process::Pid::from_raw(pid).expect("pid"),
-            rustix::process::Signal::TERM,
-        );
     }
 }

@@ -9,7 +9,7 @@ use rustix::process::{Pid, Signal, kill_process};
 
 use super::Ctx;
 use crate::report::{Figure, Role, Row};
-use crate::services::{Home, daemon_pid, poll, stop_daemon};
+use crate::services::{Home, daemon_pid, poll};
 use crate::stats::{Samples, time};
 
 const NAME: &str = "8. deadline with a hung daemon";
@@ -75,6 +75,5 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         "the configured deadline",
         Figure::latency(&floor),
     ));
-    stop_daemon(host.daemon()).await;
     Ok(())
 }

@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 use super::Ctx;
 use crate::floor::RawPty;
 use crate::report::{Figure, Role, Row};
-use crate::services::{Home, attach_daemon, spawn_request, stop_daemon, write_daemon};
+use crate::services::{Home, attach_daemon, spawn_request, write_daemon};
 use crate::stats::{Samples, time_blocking};
 use crate::streams::until_contains;
 use crate::tmux::Tmux;
@@ -118,6 +118,5 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         "tmux send-keys → %output (control mode)",
         Figure::latency(&peer),
     ));
-    stop_daemon(host.daemon()).await;
     Ok(())
 }

@@ -8,10 +8,10 @@ use anyhow::{Result, ensure};
 use holdfast::proto::daemon::v1 as daemon_pb;
 
 use super::Ctx;
-use crate::procfs::{rss_kib, threads};
 use crate::report::{Figure, Role, Row};
 use crate::services::{Home, spawn_request};
 use crate::tmux::Tmux;
+use holdfast::proc_usage::{rss_kib, threads};
 
 const NAME: &str = "6. footprint of idle sessions";
 

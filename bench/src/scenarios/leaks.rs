@@ -12,11 +12,11 @@ use rustix::process::{Pid, Signal, kill_process};
 use super::Ctx;
 use holdfast::proc_stat::zombie_children;
 
-use crate::procfs::{open_fds, rss_kib, threads};
 use crate::report::{Figure, Role, Row};
 use crate::services::{Daemon, Home, spawn_request};
 use crate::stats::{Samples, time_blocking};
 use crate::tmux::Tmux;
+use holdfast::proc_usage::{open_fds, rss_kib, threads};
 
 const NAME: &str = "9. leaks and stop time";
 

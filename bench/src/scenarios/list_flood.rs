@@ -14,7 +14,7 @@ use tonic::transport::Channel;
 
 use super::Ctx;
 use crate::report::{Figure, Role, Row};
-use crate::services::{Home, stop_daemon};
+use crate::services::Home;
 use crate::stats::{Samples, time, time_blocking};
 use crate::streams::drain;
 use crate::tmux::Tmux;
@@ -85,8 +85,9 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     while let Some(bytes) = drainers.join_next().await {
         drained += bytes?;
     }
-    stop_daemon(host.daemon()).await;
+    // The daemon hangs up the `yes` sessions before tmux floods.
     drop(host);
+    drop(home);
 
     let (peer, peer_drained, peer_seconds) = tmux_flood(&scale)?;
     let report = &mut ctx.report;

@@ -13,7 +13,7 @@ use tonic_health::pb::health_client::HealthClient;
 
 use super::Ctx;
 use crate::report::{Figure, Role, Row};
-use crate::services::{Home, poll, stop_daemon};
+use crate::services::{Home, poll};
 use crate::stats::{Samples, time, time_blocking};
 use crate::tmux::Tmux;
 
@@ -176,6 +176,5 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         Figure::latency(&process_list),
     ));
     drop(control);
-    stop_daemon(host.daemon()).await;
     Ok(())
 }

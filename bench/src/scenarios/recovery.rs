@@ -12,19 +12,18 @@ use tonic_health::pb::health_client::HealthClient;
 
 use super::Ctx;
 use crate::report::{Figure, Role, Row};
-use crate::services::{Host, free_port, poll, stop_daemon};
+use crate::services::{Home, Host, free_port, poll};
 use crate::stats::Samples;
 
 const NAME: &str = "7. restart recovery";
 
 pub async fn run(ctx: &mut Ctx) -> Result<()> {
     let count = ctx.scale.recovery_sessions;
-    let home = crate::services::Home::new()?;
+    let home = Home::new()?;
     let mut host = home.start_host(&ctx.bins, &[]).await?;
     let workspace = host.workspace("recovery").await?;
     host.create_many(&workspace, &["sleep", "86400"], count)
         .await?;
-    let mut daemon = host.daemon().clone();
     drop(host);
 
     let (mut complete, mut first_answer) = (Samples::default(), Samples::default());
@@ -79,6 +78,5 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         "start → first answer (health)",
         Figure::latency(&first_answer),
     ));
-    stop_daemon(&mut daemon).await;
     Ok(())
 }

@@ -10,7 +10,7 @@ use anyhow::Result;
 use super::Ctx;
 use crate::floor::RawPty;
 use crate::report::{Figure, Role, Row};
-use crate::services::{Home, attach_daemon, spawn_request, stop_daemon};
+use crate::services::{Home, attach_daemon, spawn_request};
 use crate::stats::{Samples, time_blocking};
 use crate::streams::first_output;
 use crate::tmux::Tmux;
@@ -89,6 +89,5 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         )
         .note("until the command returns; tmux gives no first-byte event"),
     );
-    stop_daemon(host.daemon()).await;
     Ok(())
 }

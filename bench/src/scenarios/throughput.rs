@@ -11,7 +11,7 @@ use anyhow::{Result, ensure};
 use super::Ctx;
 use crate::floor::RawPty;
 use crate::report::{Figure, Role, Row};
-use crate::services::{Home, attach_daemon, spawn_request, stop_daemon, write_daemon};
+use crate::services::{Home, attach_daemon, spawn_request, write_daemon};
 use crate::streams::until_exit;
 use crate::tmux::{Tmux, output_bytes};
 
@@ -146,6 +146,5 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         "tmux control-mode client",
         Figure::Throughput(median(peer)),
     ));
-    stop_daemon(host.daemon()).await;
     Ok(())
 }
