@@ -140,7 +140,11 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     let reaping = tokio::spawn(Arc::clone(&reaper).run_every(config.reap_interval));
     tracing::info!(%address, socket = %config.daemon_socket.display(), version = holdfast::VERSION, "host-service serving");
 
+    // Both before serving: a signal sent once the service has answered must
+    // stop it cleanly, never by the default action.
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(StartError::Signals)?;
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .map_err(StartError::Signals)?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let mut server = tokio::spawn(server::serve(
@@ -156,7 +160,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     ));
     let outcome = tokio::select! {
         _ = terminate.recv() => { tracing::info!("SIGTERM: stopping (the daemon and its sessions keep running)"); None }
-        _ = tokio::signal::ctrl_c() => { tracing::info!("SIGINT: stopping (the daemon and its sessions keep running)"); None }
+        _ = interrupt.recv() => { tracing::info!("SIGINT: stopping (the daemon and its sessions keep running)"); None }
         finished = &mut server => Some(finished),
     };
     supervising.abort();

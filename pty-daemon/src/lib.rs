@@ -19,6 +19,8 @@ pub mod validate;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use tokio::signal::unix::{SignalKind, signal};
+
 use crate::listener::ClaimedSocket;
 use crate::registry::{Registry, SessionSettings};
 use crate::server::DaemonService;
@@ -42,6 +44,13 @@ pub async fn run(socket: ClaimedSocket, settings: SessionSettings) -> Result<()>
         .try_clone()
         .and_then(tokio::net::UnixListener::from_std)
         .map_err(|error| Error::io("registering the listener", error))?;
+    // Before the first connection is accepted: a SIGTERM from a client that
+    // saw the daemon answer must stop it cleanly, never by the default
+    // action (a test once hit that window).
+    let mut terminate = signal(SignalKind::terminate())
+        .map_err(|error| Error::io("installing the SIGTERM handler", error))?;
+    let mut interrupt = signal(SignalKind::interrupt())
+        .map_err(|error| Error::io("installing the SIGINT handler", error))?;
     let registry = Arc::new(Registry::new(settings));
     let sweeper = tokio::spawn(Arc::clone(&registry).sweep_forever());
 
@@ -52,11 +61,9 @@ pub async fn run(socket: ClaimedSocket, settings: SessionSettings) -> Result<()>
     }));
     tracing::info!(socket = %socket.path.display(), pid = std::process::id(), version = holdfast::VERSION, "pty-daemon serving");
 
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|error| Error::io("installing the SIGTERM handler", error))?;
     tokio::select! {
         _ = terminate.recv() => tracing::info!("SIGTERM: stopping"),
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: stopping"),
+        _ = interrupt.recv() => tracing::info!("SIGINT: stopping"),
         finished = &mut server => {
             tracing::error!(?finished, "the server stopped on its own");
         }
