@@ -507,3 +507,45 @@ async fn kill_after_the_leader_exited_ends_its_leftovers() {
     })
     .await;
 }
+
+/// Kill of a live session escalates to whatever is left of it once the
+/// grace period ends, even when the leader went at the first signal: the
+/// shell dies of the hang-up, its child ignores it and would otherwise run
+/// on. Once in the shell's process group; once as a job in a group of its
+/// own (`set -m`, as an interactive shell runs `server &`), which only the
+/// terminal it still holds ties to the session.
+#[tokio::test]
+async fn kill_escalates_to_what_the_leader_leaves_behind_within_the_grace() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    for job_control in ["", "set -m; "] {
+        let script =
+            format!("{job_control}(trap '' HUP; exec sleep 1000) & echo leftover $! done; wait");
+        let session = spawn(&mut client, &["sh", "-c", &script]).await;
+        let mut stream = attach(&mut client, &session.session_id, Some(0)).await;
+        let mut received = Received::default();
+        receive_text(&mut stream, &mut received, " done").await;
+        let text = received.text();
+        let leftover: i32 = text
+            .split("leftover ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|pid| pid.parse().ok())
+            .unwrap_or_else(|| panic!("no pid in {text:?}"));
+
+        client
+            .kill(pb::KillRequest {
+                session_id: session.session_id.clone(),
+                grace_ms: Some(200),
+                ..Default::default()
+            })
+            .await
+            .expect("kill");
+        exited(&client, &session.session_id).await;
+        eventually(
+            &format!("the child that ignored the hang-up to be killed ({script})"),
+            || async move { (!running(leftover)).then_some(()) },
+        )
+        .await;
+    }
+}

@@ -1,5 +1,5 @@
-//! Ending a session: a signal to its process group, then SIGKILL if it is
-//! still alive when the grace period runs out.
+//! Ending a session: a signal to its process group, then SIGKILL to
+//! whatever of it is still alive when the grace period runs out.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +12,8 @@ use crate::session::Session;
 
 /// Grace period before SIGKILL when the caller gives none.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(1);
+/// How long to wait for the reap after SIGKILL, which cannot be ignored.
+const REAP_WAIT: Duration = Duration::from_secs(5);
 
 /// Sends `signal` to the process group led by `pid`. A group that is
 /// already gone is not an error.
@@ -68,35 +70,56 @@ pub fn signal_leftovers(session: &Session, signal: Signal) -> usize {
     signalled
 }
 
-/// Signals the session's process group now and, unless it exits within
-/// `grace`, sends SIGKILL to the group. Returns once the first signal is sent.
-/// After the leader has exited, what it left running on the PTY gets the
-/// same treatment.
+/// Signals the session's process group now and, once `grace` has passed,
+/// sends SIGKILL to whatever is left of it: the group while the leader
+/// lives, and the leader's leftovers (children that ignored the first
+/// signal, background jobs) once it has exited, whether it exited before
+/// this call or within the grace period. Returns once the first signal is
+/// sent.
 pub fn kill(session: &Arc<Session>, signal: Signal, grace: Duration) -> Result<()> {
-    if session.exit_status().is_some() {
-        if signal_leftovers(session, signal) > 0 && signal != Signal::KILL {
-            let session = Arc::clone(session);
-            tokio::spawn(async move {
-                tokio::time::sleep(grace).await;
-                signal_leftovers(&session, Signal::KILL);
-            });
-        }
+    let leader_alive = session.exit_status().is_none();
+    if leader_alive {
+        signal_group(session.pid(), signal)?;
+    } else if signal_leftovers(session, signal) == 0 {
         return Ok(());
     }
-    signal_group(session.pid(), signal)?;
-    if signal == Signal::KILL {
-        return Ok(());
-    }
+    let deadline = tokio::time::Instant::now() + grace;
     let session = Arc::clone(session);
     tokio::spawn(async move {
-        if tokio::time::timeout(grace, session.wait_exited())
-            .await
-            .is_err()
+        if leader_alive
+            && tokio::time::timeout_at(deadline, session.wait_exited())
+                .await
+                .is_err()
         {
             tracing::info!(session_id = %session.id(), ?grace, "still alive after the grace period; sending SIGKILL");
             if let Err(error) = signal_group(session.pid(), Signal::KILL) {
                 tracing::warn!(session_id = %session.id(), %error, "SIGKILL failed");
             }
+            // Its leftovers can only be told apart once it has been reaped.
+            if tokio::time::timeout(REAP_WAIT, session.wait_exited())
+                .await
+                .is_err()
+            {
+                tracing::warn!(session_id = %session.id(), "not reaped after SIGKILL");
+                return;
+            }
+        } else {
+            tokio::time::sleep_until(deadline).await;
+        }
+        // When the leader went within the grace period, two syscalls first,
+        // so the usual end (nothing left) costs no scan of /proc: is anything
+        // left in the group, or holding the terminal? (A live group may also
+        // be someone else's by now; the scan proves membership before it
+        // signals.)
+        if leader_alive
+            && rustix::process::test_kill_process_group(session.pid()).is_err()
+            && !session.terminal_in_use()
+        {
+            return;
+        }
+        let killed = signal_leftovers(&session, Signal::KILL);
+        if killed > 0 {
+            tracing::info!(session_id = %session.id(), killed, ?grace, "the leader is gone; sent SIGKILL to what it left running");
         }
     });
     Ok(())

@@ -222,6 +222,20 @@ impl Session {
         self.exited_at_boot.get().copied()
     }
 
+    /// Whether any process still has the terminal open (the master reports
+    /// a hang-up once every descriptor of the slave side is closed).
+    pub fn terminal_in_use(&self) -> bool {
+        let mut fds = [rustix::event::PollFd::new(
+            self.master.get_ref(),
+            rustix::event::PollFlags::empty(),
+        )];
+        match rustix::event::poll(&mut fds, Some(&rustix::event::Timespec::default())) {
+            Ok(_) => !fds[0].revents().contains(rustix::event::PollFlags::HUP),
+            // Cannot tell: assume it is, so callers look closer.
+            Err(_) => true,
+        }
+    }
+
     /// Bytes of output produced so far.
     pub fn output_offset(&self) -> u64 {
         self.state().scrollback.end_offset()

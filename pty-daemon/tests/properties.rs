@@ -26,6 +26,27 @@ fn terminal_bytes() -> impl Strategy<Value = Vec<u8>> {
     proptest::collection::vec(piece, 0..40).prop_map(|pieces| pieces.concat())
 }
 
+/// The model: every byte through vte, titles from OSC 0 and 2, cut as the
+/// tracker cuts them.
+#[derive(Default)]
+struct EveryByte {
+    latest: Option<String>,
+}
+
+impl vte::Perform for EveryByte {
+    fn osc_dispatch(&mut self, params: &[&[u8]], _bell_terminated: bool) {
+        if let [b"0" | b"2", rest @ ..] = params {
+            let mut title = String::from_utf8_lossy(&rest.join(&b';')).into_owned();
+            let mut cut = title.len().min(1024);
+            while !title.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            title.truncate(cut);
+            self.latest = Some(title);
+        }
+    }
+}
+
 proptest! {
     /// Any bytes, in any chunks: no panic, titles are bounded, and how the
     /// output was split never changes the title it ends with.
@@ -47,6 +68,24 @@ proptest! {
             from = point;
         }
         prop_assert_eq!(last, expected);
+    }
+
+    /// Skipping plain text while the parser rests in its ground state finds
+    /// exactly the titles a parser fed every byte finds, chunk by chunk.
+    #[test]
+    fn skipping_plain_text_finds_the_same_titles(bytes in terminal_bytes(), cuts in proptest::collection::vec(any::<usize>(), 0..6)) {
+        let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+        points.sort_unstable();
+        let mut tracker = TitleTracker::new();
+        let mut model = EveryByte::default();
+        let mut parser = vte::Parser::new();
+        let mut from = 0;
+        for point in points.into_iter().chain([bytes.len()]) {
+            let chunk = &bytes[from..point];
+            parser.advance(&mut model, chunk);
+            prop_assert_eq!(tracker.feed(chunk), model.latest.take(), "chunk {:?}", chunk);
+            from = point;
+        }
     }
 
     /// The ring against a model that keeps every byte ever pushed: offsets,
