@@ -2,11 +2,13 @@
 //! serves them over gRPC on an owner-only unix socket. It is detached from
 //! whoever started it, so sessions outlive every process above it.
 
+pub mod api;
 pub mod cli;
 pub mod error;
 pub mod generation;
 pub mod kill;
 pub mod listener;
+pub mod listing;
 pub mod peer_auth;
 pub mod registry;
 pub mod scrollback;

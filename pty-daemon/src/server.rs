@@ -9,15 +9,16 @@ use std::time::{Duration, SystemTime};
 
 use futures_util::Stream;
 use holdfast::proto::daemon::v1 as pb;
-use holdfast::proto::daemon::v1::pty_daemon_server::{PtyDaemon, PtyDaemonServer};
 use rustix::process::Signal;
 use tokio::net::UnixListener;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::{Request, Response, Status};
 
+use crate::api::pty_daemon_server::{PtyDaemon, PtyDaemonServer};
 use crate::error::Error;
 use crate::kill;
+use crate::listing::ListResponse;
 use crate::peer_auth;
 use crate::registry::Registry;
 use crate::session::{Event, ExitStatus, Snapshot};
@@ -97,7 +98,7 @@ impl PtyDaemon for DaemonService {
     async fn list(
         &self,
         request: Request<pb::ListRequest>,
-    ) -> Result<Response<pb::ListResponse>, Status> {
+    ) -> Result<Response<ListResponse>, Status> {
         // The generation before the state: see generation.rs.
         let generation = self.registry.generation();
         let all = self.registry.all();
@@ -105,25 +106,26 @@ impl PtyDaemon for DaemonService {
             let output_offsets = all.iter().map(|session| session.output_offset()).collect();
             // A spawn or exit while the offsets were read: answer in full.
             if self.registry.generation() == generation {
-                return Ok(Response::new(pb::ListResponse {
+                let rest = pb::ListResponse {
                     daemon: Some(self.info.clone()),
                     generation,
                     unchanged: true,
                     output_offsets,
                     ..Default::default()
-                }));
+                };
+                return Ok(Response::new(ListResponse::new(rest, 0)));
             }
         }
-        let sessions = all
-            .iter()
-            .map(|session| session_to_proto(session.snapshot()))
-            .collect();
-        Ok(Response::new(pb::ListResponse {
-            sessions,
+        let rest = pb::ListResponse {
             daemon: Some(self.info.clone()),
             generation,
             ..Default::default()
-        }))
+        };
+        let mut response = ListResponse::new(rest, all.len());
+        for session in all.iter() {
+            response.push(session);
+        }
+        Ok(Response::new(response))
     }
 
     async fn kill(

@@ -93,6 +93,21 @@ pub struct Snapshot {
     pub exit: Option<ExitStatus>,
 }
 
+/// What a list shows of a session that changes, read under its lock.
+#[derive(Debug, Clone, Copy)]
+pub struct Changing<'a> {
+    /// The last OSC title.
+    pub title: &'a String,
+    /// Terminal width.
+    pub cols: u16,
+    /// Terminal height.
+    pub rows: u16,
+    /// Total bytes of output produced.
+    pub output_offset: u64,
+    /// Set once the program has exited.
+    pub exit: Option<ExitStatus>,
+}
+
 /// One event for an attacher.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
@@ -132,6 +147,8 @@ pub struct Session {
     /// Where it started, as lists show it (converted once, not per list).
     cwd: String,
     created_at: SystemTime,
+    /// The fields above as `List` sends them, encoded once.
+    listing: Bytes,
     master: AsyncFd<OwnedFd>,
     /// Serialises writers so each `Write` lands whole and in order.
     input: tokio::sync::Mutex<()>,
@@ -163,12 +180,22 @@ impl Session {
             .map_err(|error| Error::io("registering the PTY master", error))?;
         let pidfd = register(spawned.pidfd, Interest::READABLE)
             .map_err(|error| Error::io("registering the pidfd", error))?;
+        let cwd = spawned.cwd.to_string_lossy().into_owned();
+        let created_at = SystemTime::now();
+        let listing = crate::listing::encode_fixed(
+            &id,
+            spawned.pid.as_raw_nonzero().get() as u32,
+            &spawned.argv,
+            &cwd,
+            created_at,
+        );
         let session = Arc::new(Self {
             id,
             pid: spawned.pid,
             argv: spawned.argv,
-            cwd: spawned.cwd.to_string_lossy().into_owned(),
-            created_at: SystemTime::now(),
+            cwd,
+            created_at,
+            listing,
             master,
             input: tokio::sync::Mutex::new(()),
             state: Mutex::new(State {
@@ -239,6 +266,23 @@ impl Session {
     /// Bytes of output produced so far.
     pub fn output_offset(&self) -> u64 {
         self.state().scrollback.end_offset()
+    }
+
+    /// The fields that never change, encoded as `List` sends them.
+    pub fn listing(&self) -> &Bytes {
+        &self.listing
+    }
+
+    /// Reads what a list shows that changes, under the session's lock.
+    pub fn read_changing<R>(&self, read: impl FnOnce(Changing<'_>) -> R) -> R {
+        let state = self.state();
+        read(Changing {
+            title: &state.title,
+            cols: state.cols,
+            rows: state.rows,
+            output_offset: state.scrollback.end_offset(),
+            exit: state.exit,
+        })
     }
 
     /// The session as it is now.
