@@ -140,14 +140,11 @@ impl LiveSessionView {
     /// longer than the deadline for it.
     pub async fn list_live_sessions(&self, workspace_id: &str) -> Result<LiveSessions> {
         let answer = self.ask_daemon().await;
-        // After the daemon answered: a session disposed meanwhile has left
-        // memory by now and is not returned.
-        let memory = self.memory.snapshot(workspace_id);
         let view = match answer {
             Ok(view) => view,
             Err(reason) => {
                 tracing::warn!(workspace_id, %reason, "daemon did not answer; listing from memory only");
-                return Ok(memory_only(memory, reason));
+                return Ok(memory_only(self.memory.snapshot(workspace_id), reason));
             }
         };
         let daemon_sessions = view.list.sessions.as_slice();
@@ -155,27 +152,20 @@ impl LiveSessionView {
         let mut seen = vec![false; daemon_sessions.len()];
 
         let mut live = Vec::new();
-        for remembered in memory {
+        // After the daemon answered: a session disposed meanwhile has left
+        // memory by now and is not returned.
+        self.memory.visit_workspace(workspace_id, |remembered| {
             let Some((index, session)) = view.list.find(&remembered.session_id) else {
-                continue;
+                return;
             };
             seen[index] = true;
             // The daemon's word on liveness is fresher than memory's.
-            if !session.alive {
-                continue;
-            }
-            if !remembered.listed || remembered.exit.is_some() {
-                continue;
+            if !session.alive || !remembered.listed || remembered.exit.is_some() {
+                return;
             }
             // A reused list changed in nothing memory keeps.
             if view.fresh_offsets.is_none() {
-                self.memory.refresh(
-                    &remembered.session_id,
-                    &session.title,
-                    session.pid,
-                    session.cols,
-                    session.rows,
-                );
+                remembered.refresh(&session.title, session.pid, session.cols, session.rows);
             }
             live.push(LiveSession {
                 title: pick_title(&session.title, &remembered.title),
@@ -184,11 +174,11 @@ impl LiveSessionView {
                 cols: session.cols,
                 rows: session.rows,
                 output_offset: view.output_offset(index),
-                session_id: remembered.session_id,
-                workspace_id: remembered.workspace_id,
+                session_id: remembered.session_id.clone(),
+                workspace_id: remembered.workspace_id.clone(),
                 created_at: remembered.created_at,
             });
-        }
+        });
 
         // Sessions alive in the daemon that this process has not seen since
         // it started: background sessions. Only the database can say which
@@ -218,7 +208,7 @@ impl LiveSessionView {
                 });
             }
         }
-        live.sort_by(|a, b| {
+        live.sort_unstable_by(|a, b| {
             a.created_at
                 .cmp(&b.created_at)
                 .then_with(|| a.session_id.cmp(&b.session_id))
@@ -357,7 +347,7 @@ fn memory_only(memory: Vec<MemorySession>, reason: String) -> LiveSessions {
             output_offset: 0,
         })
         .collect();
-    sessions.sort_by(|a, b| {
+    sessions.sort_unstable_by(|a, b| {
         a.created_at
             .cmp(&b.created_at)
             .then_with(|| a.session_id.cmp(&b.session_id))

@@ -31,6 +31,18 @@ pub struct MemorySession {
     pub exit: Option<(Option<i32>, Option<i32>)>,
 }
 
+impl MemorySession {
+    /// Records what the daemon last said of the session.
+    pub fn refresh(&mut self, title: &str, pid: u32, cols: u32, rows: u32) {
+        if !title.is_empty() && self.title != title {
+            title.clone_into(&mut self.title);
+        }
+        self.pid = pid;
+        self.cols = cols;
+        self.rows = rows;
+    }
+}
+
 #[derive(Default)]
 struct Inner {
     /// Live sessions, and exited ones while something is still attached.
@@ -151,15 +163,17 @@ impl Memory {
         inner.sessions.retain(|_, session| session.attachments > 0);
     }
 
-    /// Refreshes what the daemon last said of a session.
-    pub fn refresh(&self, session_id: &str, title: &str, pid: u32, cols: u32, rows: u32) {
-        if let Some(session) = self.inner().sessions.get_mut(session_id) {
-            if !title.is_empty() && session.title != title {
-                session.title = title.to_owned();
-            }
-            session.pid = pid;
-            session.cols = cols;
-            session.rows = rows;
+    /// Visits the workspace's registered sessions under the lock, so a list
+    /// can read them and refresh what the daemon says of them without
+    /// copying each first.
+    pub fn visit_workspace(&self, workspace_id: &str, mut visit: impl FnMut(&mut MemorySession)) {
+        for session in self
+            .inner()
+            .sessions
+            .values_mut()
+            .filter(|session| session.workspace_id == workspace_id)
+        {
+            visit(session);
         }
     }
 
