@@ -40,10 +40,16 @@ pub fn signal_group(pid: Pid, signal: Signal) -> Result<()> {
 /// so a pid recycled meanwhile is never hit. Returns how many were
 /// signalled.
 pub fn signal_leftovers(session: &Session, signal: Signal) -> usize {
-    let Some(exited_at) = session.exited_at_boot() else {
-        return 0;
-    };
-    let sid = session.pid().as_raw_nonzero().get();
+    match session.exited_at_boot() {
+        Some(exited_at) => signal_session_members(session.pid(), exited_at, signal),
+        None => 0,
+    }
+}
+
+/// [`signal_leftovers`] of the session led by `leader`, reaped at
+/// `exited_at` on the boot clock.
+fn signal_session_members(leader: Pid, exited_at: Duration, signal: Signal) -> usize {
+    let sid = leader.as_raw_nonzero().get();
     let member = |pid: i32| ProcStat::read(pid).filter(|stat| stat.session == sid);
     let members: Vec<(i32, ProcStat)> = proc_stat::pids()
         .filter_map(|pid| Some((pid, member(pid)?)))
@@ -86,13 +92,14 @@ pub fn kill(session: &Arc<Session>, signal: Signal, grace: Duration) -> Result<(
     let deadline = tokio::time::Instant::now() + grace;
     let session = Arc::clone(session);
     tokio::spawn(async move {
+        let leader = session.pid();
         if leader_alive
             && tokio::time::timeout_at(deadline, session.wait_exited())
                 .await
                 .is_err()
         {
             tracing::info!(session_id = %session.id(), ?grace, "still alive after the grace period; sending SIGKILL");
-            if let Err(error) = signal_group(session.pid(), Signal::KILL) {
+            if let Err(error) = signal_group(leader, Signal::KILL) {
                 tracing::warn!(session_id = %session.id(), %error, "SIGKILL failed");
             }
             // Its leftovers can only be told apart once it has been reaped.
@@ -103,23 +110,31 @@ pub fn kill(session: &Arc<Session>, signal: Signal, grace: Duration) -> Result<(
                 tracing::warn!(session_id = %session.id(), "not reaped after SIGKILL");
                 return;
             }
-        } else {
-            tokio::time::sleep_until(deadline).await;
         }
-        // When the leader went within the grace period, two syscalls first,
-        // so the usual end (nothing left) costs no scan of /proc: is anything
-        // left in the group, or holding the terminal? (A live group may also
-        // be someone else's by now; the scan proves membership before it
-        // signals.)
-        if leader_alive
-            && rustix::process::test_kill_process_group(session.pid()).is_err()
-            && !session.terminal_in_use()
-        {
+        let Some(exited_at) = session.exited_at_boot() else {
+            return;
+        };
+        // When the leader went at the first signal, what can be left is
+        // in its group or still holds the terminal. Neither, the usual
+        // end: done, without waiting out the grace or scanning /proc.
+        let group_left = || rustix::process::test_kill_process_group(leader).is_ok();
+        let only_group = leader_alive && !session.terminal_in_use();
+        if only_group && !group_left() {
             return;
         }
-        let killed = signal_leftovers(&session, Signal::KILL);
+        let session_id = session.id().to_owned();
+        // Not kept for the rest of the grace period: its PTY and memory
+        // go as soon as nothing else holds it.
+        drop(session);
+        tokio::time::sleep_until(deadline).await;
+        // A live group may also be someone else's by now: the scan proves
+        // membership before it signals.
+        if only_group && !group_left() {
+            return;
+        }
+        let killed = signal_session_members(leader, exited_at, Signal::KILL);
         if killed > 0 {
-            tracing::info!(session_id = %session.id(), killed, ?grace, "the leader is gone; sent SIGKILL to what it left running");
+            tracing::info!(%session_id, killed, ?grace, "the leader is gone; sent SIGKILL to what it left running");
         }
     });
     Ok(())
