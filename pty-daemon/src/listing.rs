@@ -8,6 +8,8 @@
 //!
 //! [`ListResponse`] stands in for the generated type of that name in the
 //! daemon's server trait (see `build.rs`); clients decode it as usual.
+//! `Spawn` answers with the same parts decoded into one message, so a
+//! session is described in one place.
 
 use std::time::SystemTime;
 
@@ -27,20 +29,28 @@ const TITLE_TAG: u32 = 10;
 pub fn encode_fixed(
     session_id: &str,
     pid: u32,
-    argv: &[String],
-    cwd: &str,
+    argv: Vec<String>,
+    cwd: String,
     created_at: SystemTime,
 ) -> Bytes {
     pb::Session {
         session_id: session_id.to_owned(),
         pid,
-        argv: argv.to_vec(),
-        cwd: cwd.to_owned(),
+        argv,
+        cwd,
         created_at: Some(created_at.into()),
         ..Default::default()
     }
     .encode_to_vec()
     .into()
+}
+
+/// `session` as one message, as `Spawn` answers with it: decoded from the
+/// same parts a list sends.
+pub fn session_message(session: &Session) -> Result<pb::Session, prost::DecodeError> {
+    let mut encoded = session.listing().to_vec();
+    session.read_changing(|changing| encode_changing(changing, &mut encoded));
+    pb::Session::decode(encoded.as_slice())
 }
 
 /// Appends the fields of a session that change, encoded, to `buf`.
@@ -217,7 +227,7 @@ mod tests {
         let mut response = ListResponse::new(rest.clone(), cases.len());
         let mut expected = rest;
         for (id, argv, changing) in &cases {
-            let fixed = encode_fixed(id, 1234, argv, "/tmp/here", created_at);
+            let fixed = encode_fixed(id, 1234, argv.clone(), "/tmp/here".into(), created_at);
             response.push_parts(&fixed, *changing);
             let exit = changing.exit;
             expected.sessions.push(pb::Session {

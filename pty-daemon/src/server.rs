@@ -18,10 +18,10 @@ use tonic::{Request, Response, Status};
 use crate::api::pty_daemon_server::{PtyDaemon, PtyDaemonServer};
 use crate::error::Error;
 use crate::kill;
-use crate::listing::ListResponse;
+use crate::listing::{self, ListResponse};
 use crate::peer_auth;
 use crate::registry::Registry;
-use crate::session::{Event, ExitStatus, Snapshot};
+use crate::session::{Event, ExitStatus};
 use crate::spawn::SpawnSpec;
 use crate::validate;
 
@@ -90,8 +90,10 @@ impl PtyDaemon for DaemonService {
         };
         let session = self.registry.spawn(session_id, spec).await?;
         tracing::info!(session_id = %session.id(), pid = session.pid().as_raw_nonzero(), "spawned");
+        let message = listing::session_message(&session)
+            .map_err(|error| Status::internal(format!("describing the new session: {error}")))?;
         Ok(Response::new(pb::SpawnResponse {
-            session: Some(session_to_proto(session.snapshot())),
+            session: Some(message),
         }))
     }
 
@@ -239,24 +241,6 @@ fn signal_from_proto(raw: i32) -> Result<Signal, Error> {
         pb::Signal::Usr2 => Signal::USR2,
         pb::Signal::Term => Signal::TERM,
     })
-}
-
-fn session_to_proto(snapshot: Snapshot) -> pb::Session {
-    pb::Session {
-        session_id: snapshot.session_id,
-        pid: snapshot.pid,
-        alive: snapshot.exit.is_none(),
-        exit_code: snapshot.exit.and_then(|exit| exit.code),
-        signal: snapshot.exit.and_then(|exit| exit.signal),
-        cols: snapshot.cols.into(),
-        rows: snapshot.rows.into(),
-        argv: snapshot.argv,
-        cwd: snapshot.cwd,
-        title: snapshot.title,
-        created_at: Some(snapshot.created_at.into()),
-        exited_at: snapshot.exit.map(|exit| exit.at.into()),
-        output_offset: snapshot.output_offset,
-    }
 }
 
 fn event_to_proto(event: Event) -> pb::AttachResponse {

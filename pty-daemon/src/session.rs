@@ -68,31 +68,6 @@ struct State {
     exit: Option<ExitStatus>,
 }
 
-/// A point-in-time view of a session for `List` and `Spawn`.
-#[derive(Debug, Clone)]
-pub struct Snapshot {
-    /// The session's id.
-    pub session_id: String,
-    /// The program's pid.
-    pub pid: u32,
-    /// argv as started.
-    pub argv: Vec<String>,
-    /// Where it started (as text: what lists show).
-    pub cwd: String,
-    /// When it was spawned.
-    pub created_at: SystemTime,
-    /// The last OSC title.
-    pub title: String,
-    /// Terminal width.
-    pub cols: u16,
-    /// Terminal height.
-    pub rows: u16,
-    /// Total bytes of output produced.
-    pub output_offset: u64,
-    /// Set once the program has exited.
-    pub exit: Option<ExitStatus>,
-}
-
 /// What a list shows of a session that changes, read under its lock.
 #[derive(Debug, Clone, Copy)]
 pub struct Changing<'a> {
@@ -143,11 +118,9 @@ pub struct Cursor {
 pub struct Session {
     id: String,
     pid: Pid,
-    argv: Vec<String>,
-    /// Where it started, as lists show it (converted once, not per list).
-    cwd: String,
     created_at: SystemTime,
-    /// The fields above as `List` sends them, encoded once.
+    /// The fields that never change (these, argv and cwd) as `List` and
+    /// `Spawn` send them, encoded once.
     listing: Bytes,
     master: AsyncFd<OwnedFd>,
     /// Serialises writers so each `Write` lands whole and in order.
@@ -180,20 +153,17 @@ impl Session {
             .map_err(|error| Error::io("registering the PTY master", error))?;
         let pidfd = register(spawned.pidfd, Interest::READABLE)
             .map_err(|error| Error::io("registering the pidfd", error))?;
-        let cwd = spawned.cwd.to_string_lossy().into_owned();
         let created_at = SystemTime::now();
         let listing = crate::listing::encode_fixed(
             &id,
             spawned.pid.as_raw_nonzero().get() as u32,
-            &spawned.argv,
-            &cwd,
+            spawned.argv,
+            spawned.cwd.to_string_lossy().into_owned(),
             created_at,
         );
         let session = Arc::new(Self {
             id,
             pid: spawned.pid,
-            argv: spawned.argv,
-            cwd,
             created_at,
             listing,
             master,
@@ -283,23 +253,6 @@ impl Session {
             output_offset: state.scrollback.end_offset(),
             exit: state.exit,
         })
-    }
-
-    /// The session as it is now.
-    pub fn snapshot(&self) -> Snapshot {
-        let state = self.state();
-        Snapshot {
-            session_id: self.id.clone(),
-            pid: self.pid.as_raw_nonzero().get() as u32,
-            argv: self.argv.clone(),
-            cwd: self.cwd.clone(),
-            created_at: self.created_at,
-            title: state.title.clone(),
-            cols: state.cols,
-            rows: state.rows,
-            output_offset: state.scrollback.end_offset(),
-            exit: state.exit,
-        }
     }
 
     /// Resolves once the program has exited and been reaped.
