@@ -3,6 +3,7 @@
 
 mod support;
 
+use holdfast::daemon_client::DaemonClient;
 use holdfast::proto::daemon::v1 as pb;
 use support::*;
 
@@ -461,6 +462,39 @@ async fn list_if_generation_sends_only_offsets_until_something_else_changes() {
     );
 }
 
+/// Starts `sh -c script`, where the script prints `leftover <pid> done`
+/// for a child it leaves; returns the session and that pid, and the
+/// output so far.
+async fn spawn_with_leftover(
+    client: &mut DaemonClient,
+    script: &str,
+) -> (pb::Session, i32, String) {
+    let session = spawn(client, &["sh", "-c", script]).await;
+    let mut stream = attach(client, &session.session_id, Some(0)).await;
+    let mut received = Received::default();
+    receive_text(&mut stream, &mut received, " done").await;
+    let text = received.text();
+    let leftover = text
+        .split("leftover ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {text:?}"));
+    (session, leftover, text)
+}
+
+/// Kills with the default signal (SIGHUP) and `grace_ms`.
+async fn kill_with_grace(client: &mut DaemonClient, session_id: &str, grace_ms: u32) {
+    client
+        .kill(pb::KillRequest {
+            session_id: session_id.to_owned(),
+            grace_ms: Some(grace_ms),
+            ..Default::default()
+        })
+        .await
+        .expect("kill");
+}
+
 /// Kill after the leader has exited still ends what it left running on the
 /// PTY: here a child that ignores the hang-up (as `nohup` would make it),
 /// so SIGKILL after the grace period.
@@ -468,25 +502,8 @@ async fn list_if_generation_sends_only_offsets_until_something_else_changes() {
 async fn kill_after_the_leader_exited_ends_its_leftovers() {
     let daemon = Daemon::start().await;
     let mut client = daemon.client().await;
-    let session = spawn(
-        &mut client,
-        &[
-            "sh",
-            "-c",
-            "trap '' HUP; sleep 1000 & echo leftover $! done",
-        ],
-    )
-    .await;
-    let mut stream = attach(&mut client, &session.session_id, Some(0)).await;
-    let mut received = Received::default();
-    receive_text(&mut stream, &mut received, " done").await;
-    let text = received.text();
-    let leftover: i32 = text
-        .split("leftover ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|pid| pid.parse().ok())
-        .unwrap_or_else(|| panic!("no pid in {text:?}"));
+    let script = "trap '' HUP; sleep 1000 & echo leftover $! done";
+    let (session, leftover, text) = spawn_with_leftover(&mut client, script).await;
     exited(&client, &session.session_id).await;
     assert!(
         running(leftover),
@@ -494,14 +511,7 @@ async fn kill_after_the_leader_exited_ends_its_leftovers() {
         std::fs::read_to_string(format!("/proc/{leftover}/stat"))
     );
 
-    client
-        .kill(pb::KillRequest {
-            session_id: session.session_id.clone(),
-            grace_ms: Some(100),
-            ..Default::default()
-        })
-        .await
-        .expect("kill");
+    kill_with_grace(&mut client, &session.session_id, 100).await;
     eventually("the leftover to be killed", || async move {
         (!running(leftover)).then_some(())
     })
@@ -521,26 +531,8 @@ async fn kill_escalates_to_what_the_leader_leaves_behind_within_the_grace() {
     for job_control in ["", "set -m; "] {
         let script =
             format!("{job_control}(trap '' HUP; exec sleep 1000) & echo leftover $! done; wait");
-        let session = spawn(&mut client, &["sh", "-c", &script]).await;
-        let mut stream = attach(&mut client, &session.session_id, Some(0)).await;
-        let mut received = Received::default();
-        receive_text(&mut stream, &mut received, " done").await;
-        let text = received.text();
-        let leftover: i32 = text
-            .split("leftover ")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|pid| pid.parse().ok())
-            .unwrap_or_else(|| panic!("no pid in {text:?}"));
-
-        client
-            .kill(pb::KillRequest {
-                session_id: session.session_id.clone(),
-                grace_ms: Some(200),
-                ..Default::default()
-            })
-            .await
-            .expect("kill");
+        let (session, leftover, _) = spawn_with_leftover(&mut client, &script).await;
+        kill_with_grace(&mut client, &session.session_id, 200).await;
         exited(&client, &session.session_id).await;
         eventually(
             &format!("the child that ignored the hang-up to be killed ({script})"),
