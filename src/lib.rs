@@ -6,6 +6,7 @@ pub mod admission;
 pub mod daemon_client;
 pub mod logging;
 pub mod paths;
+pub mod preencoded;
 pub mod proc_stat;
 pub mod proc_usage;
 pub mod proto;

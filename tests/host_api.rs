@@ -412,6 +412,105 @@ async fn an_exit_is_recorded_and_the_session_leaves_the_list() {
     assert_eq!(exit.and_then(|e| e.exit_code), Some(7));
 }
 
+/// Lists are made once per change and reused while only output moves:
+/// offsets, attachment, titles and other workspaces must still be fresh.
+#[tokio::test]
+async fn a_reused_list_is_fresh_in_every_field() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("fresh").await.workspace_id;
+    let other = host.create_workspace("other").await.workspace_id;
+    let quiet = host
+        .create_session(session_request(&workspace, &["sleep", "600"]))
+        .await;
+    let talker = host
+        .create_session(session_request(&workspace, &["cat"]))
+        .await;
+    let elsewhere = host
+        .create_session(session_request(&other, &["sleep", "600"]))
+        .await;
+    let first = host.list(&workspace).await;
+    assert_eq!(ids(&first), vec![&*quiet.session_id, &*talker.session_id]);
+    let session = |list: &pb::ListSessionsResponse, id: &str| {
+        list.sessions
+            .iter()
+            .find(|session| session.session_id == id)
+            .cloned()
+            .expect("listed")
+    };
+
+    // Output alone: the offset moves, nothing else does.
+    let before = session(&first, &talker.session_id);
+    let terminals = host.terminals.clone();
+    let write = |data: &'static str| {
+        let mut terminals = terminals.clone();
+        let session_id = talker.session_id.clone();
+        async move {
+            terminals
+                .write_input(pb::WriteInputRequest {
+                    session_id,
+                    data: data.into(),
+                })
+                .await
+                .expect("write");
+        }
+    };
+    write("hello\n").await;
+    let moved = host
+        .list_until("the output offset to move", &workspace, |list| {
+            session(list, &talker.session_id).output_offset > before.output_offset
+        })
+        .await;
+    let after = session(&moved, &talker.session_id);
+    assert_eq!(
+        pb::Session {
+            output_offset: before.output_offset,
+            ..after
+        },
+        before
+    );
+    assert_eq!(
+        session(&moved, &quiet.session_id),
+        session(&first, &quiet.session_id)
+    );
+
+    // Attaching and detaching show at once.
+    let stream = host
+        .terminals
+        .attach_session(pb::AttachSessionRequest {
+            session_id: talker.session_id.clone(),
+            from_offset: None,
+        })
+        .await
+        .expect("attach")
+        .into_inner();
+    host.list_until("the session to show attached", &workspace, |list| {
+        session(list, &talker.session_id).attached
+    })
+    .await;
+    drop(stream);
+    host.list_until("the session to show detached", &workspace, |list| {
+        !session(list, &talker.session_id).attached
+    })
+    .await;
+
+    // A title the program sets.
+    write("\x1b]2;renamed\x07\n").await;
+    host.list_until("the new title", &workspace, |list| {
+        session(list, &talker.session_id).title == "renamed"
+    })
+    .await;
+
+    // Each workspace gets its own list, however they alternate.
+    for _ in 0..3 {
+        assert_eq!(ids(&host.list(&other).await), vec![&*elsewhere.session_id]);
+        assert_eq!(
+            ids(&host.list(&workspace).await),
+            vec![&*quiet.session_id, &*talker.session_id]
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_database_is_owner_only() {
     let home = HostHome::new();

@@ -4,7 +4,9 @@
 //! survive restarts of this process in every list.
 
 pub mod access;
+pub mod api;
 pub mod error;
+pub mod listing;
 pub mod live_sessions;
 pub mod memory;
 pub mod reaper;
@@ -21,9 +23,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use holdfast::proto::host::v1::terminal_service_server::TerminalServiceServer;
-use holdfast::proto::host::v1::workspace_service_server::WorkspaceServiceServer;
-
+use crate::api::terminal_service_server::TerminalServiceServer;
+use crate::api::workspace_service_server::WorkspaceServiceServer;
 use crate::live_sessions::LiveSessionView;
 use crate::memory::Memory;
 use crate::reaper::Reaper;
@@ -124,6 +125,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         health: supervisor.health(),
         deadline: config.daemon_deadline,
         last_list: Default::default(),
+        renders: Default::default(),
     };
     let streams =
         holdfast::daemon_client::connect_lazy(&config.daemon_socket, config.operation_timeout);

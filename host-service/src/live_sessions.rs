@@ -4,15 +4,21 @@
 //! live = in-memory sessions ∪ (daemon-alive ⨝ active, listed, unstamped
 //! rows of the workspace), with the daemon asked under a deadline and the
 //! memory view returned, flagged, when it does not answer in time.
+//!
+//! The daemon is asked on every call. What it says is joined with memory
+//! once per change: while neither the daemon's list (its generation) nor
+//! memory (its own) changed, a workspace's list is the last one with fresh
+//! output offsets.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use holdfast::daemon_client::DaemonClient;
 use holdfast::proto::daemon::v1 as daemon;
 
 use crate::error::Result;
+use crate::listing::EncodedSessions;
 use crate::memory::{Memory, MemorySession};
 use crate::store::{self, Store};
 use crate::supervisor::DaemonHealth;
@@ -26,7 +32,7 @@ pub enum Source {
     MemoryOnly(String),
 }
 
-/// One live session, as lists show it.
+/// One live session, as lists show it (its output offset apart).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveSession {
     /// The session's id.
@@ -45,24 +51,55 @@ pub struct LiveSession {
     pub rows: u32,
     /// When it was created.
     pub created_at: SystemTime,
-    /// Output bytes produced so far (0 when only memory answered).
-    pub output_offset: u64,
+}
+
+/// A workspace's live sessions, oldest first, as one daemon list and one
+/// state of memory show them: everything a list shows but the output
+/// offsets. Lists that find neither changed share it.
+#[derive(Debug, Default)]
+pub struct Rendered {
+    /// The sessions.
+    pub sessions: Vec<LiveSession>,
+    /// Where each session is in the daemon's list, for its output offset;
+    /// empty when only memory answered.
+    slots: Vec<usize>,
+    /// The sessions encoded for `ListSessions`, by the first list that
+    /// needs them.
+    pub encoded: OnceLock<EncodedSessions>,
+}
+
+impl Rendered {
+    /// Sessions as memory alone shows them: in no daemon list.
+    pub fn from_memory(sessions: Vec<LiveSession>) -> Self {
+        Self {
+            sessions,
+            ..Default::default()
+        }
+    }
 }
 
 /// The answer to "which sessions of this workspace are live?".
 #[derive(Debug, Clone)]
 pub struct LiveSessions {
     /// Live, listed sessions, oldest first.
-    pub sessions: Vec<LiveSession>,
+    pub rendered: Arc<Rendered>,
+    /// Each session's output bytes so far, in the same order (all 0 when
+    /// only memory answered).
+    pub output_offsets: Vec<u64>,
     /// How complete the list is.
     pub source: Source,
 }
 
 impl LiveSessions {
+    /// Live, listed sessions, oldest first.
+    pub fn sessions(&self) -> &[LiveSession] {
+        &self.rendered.sessions
+    }
+
     /// Listed live sessions whose ids are not in `attached_session_ids`.
     pub fn background_count(&self, attached_session_ids: &[String]) -> usize {
         let attached: HashSet<&str> = attached_session_ids.iter().map(String::as_str).collect();
-        self.sessions
+        self.sessions()
             .iter()
             .filter(|session| !attached.contains(session.session_id.as_str()))
             .count()
@@ -84,6 +121,8 @@ pub struct LiveSessionView {
     pub deadline: Duration,
     /// The daemon's last full list, to ask "if still this generation".
     pub last_list: Arc<Mutex<Option<DaemonList>>>,
+    /// Each workspace's last list, with what it was made from.
+    pub renders: Arc<Renders>,
 }
 
 /// A full daemon list, indexed by session id once, and the generation it
@@ -134,50 +173,141 @@ impl DaemonView {
     }
 }
 
+/// Each workspace's last list, kept while what it was made from stands.
+#[derive(Debug, Default)]
+pub struct Renders(Mutex<HashMap<String, Render>>);
+
+/// A list and what it was made from.
+#[derive(Debug)]
+struct Render {
+    daemon_pid: u32,
+    daemon_generation: u64,
+    memory_generation: u64,
+    rendered: Arc<Rendered>,
+}
+
+impl Render {
+    fn made_from(&self, list: &DaemonList, memory_generation: u64) -> bool {
+        self.daemon_pid == list.daemon_pid
+            && self.daemon_generation == list.generation
+            && self.memory_generation == memory_generation
+    }
+}
+
+impl Renders {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Render>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The workspace's last list, if it was made from `list` and memory as
+    /// it is at `memory_generation`.
+    fn get(
+        &self,
+        workspace_id: &str,
+        list: &DaemonList,
+        memory_generation: u64,
+    ) -> Option<Arc<Rendered>> {
+        let renders = self.lock();
+        let render = renders.get(workspace_id)?;
+        render
+            .made_from(list, memory_generation)
+            .then(|| Arc::clone(&render.rendered))
+    }
+
+    /// Keeps `rendered` as the workspace's list. Lists made from anything
+    /// older go: generations only grow, so they would never be used again.
+    fn put(
+        &self,
+        workspace_id: &str,
+        list: &DaemonList,
+        memory_generation: u64,
+        rendered: &Arc<Rendered>,
+    ) {
+        let mut renders = self.lock();
+        renders.retain(|_, render| render.made_from(list, memory_generation));
+        renders.insert(
+            workspace_id.to_owned(),
+            Render {
+                daemon_pid: list.daemon_pid,
+                daemon_generation: list.generation,
+                memory_generation,
+                rendered: Arc::clone(rendered),
+            },
+        );
+    }
+}
+
 impl LiveSessionView {
     /// The workspace's live sessions. Read-only: never spawns, kills or
     /// attaches. Never fails because of the daemon, and never waits much
     /// longer than the deadline for it.
     pub async fn list_live_sessions(&self, workspace_id: &str) -> Result<LiveSessions> {
-        let answer = self.ask_daemon().await;
-        let view = match answer {
+        let view = match self.ask_daemon().await {
             Ok(view) => view,
             Err(reason) => {
                 tracing::warn!(workspace_id, %reason, "daemon did not answer; listing from memory only");
                 return Ok(memory_only(self.memory.snapshot(workspace_id), reason));
             }
         };
+        // After the daemon answered: a session disposed meanwhile has left
+        // memory by now and is not returned.
+        let rendered = match self
+            .renders
+            .get(workspace_id, &view.list, self.memory.generation())
+        {
+            Some(rendered) => rendered,
+            None => self.render(workspace_id, &view).await?,
+        };
+        let output_offsets = rendered
+            .slots
+            .iter()
+            .map(|&slot| view.output_offset(slot))
+            .collect();
+        Ok(LiveSessions {
+            rendered,
+            output_offsets,
+            source: Source::Complete,
+        })
+    }
+
+    /// Joins memory and, for what memory does not know, the database with
+    /// the daemon's list.
+    async fn render(&self, workspace_id: &str, view: &DaemonView) -> Result<Arc<Rendered>> {
         let daemon_sessions = view.list.sessions.as_slice();
         // Which daemon sessions memory knows, by position in the list.
         let mut seen = vec![false; daemon_sessions.len()];
-
+        // Each live session with its place in the daemon's list.
         let mut live = Vec::new();
-        // After the daemon answered: a session disposed meanwhile has left
-        // memory by now and is not returned.
-        self.memory.visit_workspace(workspace_id, |remembered| {
+        let memory_generation = self.memory.visit(|remembered| {
             let Some((index, session)) = view.list.find(&remembered.session_id) else {
                 return;
             };
             seen[index] = true;
             // The daemon's word on liveness is fresher than memory's.
-            if !session.alive || !remembered.listed || remembered.exit.is_some() {
+            if remembered.workspace_id != workspace_id
+                || !session.alive
+                || !remembered.listed
+                || remembered.exit.is_some()
+            {
                 return;
             }
             // A reused list changed in nothing memory keeps.
             if view.fresh_offsets.is_none() {
                 remembered.refresh(&session.title, session.pid, session.cols, session.rows);
             }
-            live.push(LiveSession {
+            let live_session = LiveSession {
                 title: pick_title(&session.title, &remembered.title),
                 attached: remembered.attachments > 0,
                 pid: session.pid,
                 cols: session.cols,
                 rows: session.rows,
-                output_offset: view.output_offset(index),
                 session_id: remembered.session_id.clone(),
                 workspace_id: remembered.workspace_id.clone(),
                 created_at: remembered.created_at,
-            });
+            };
+            live.push((live_session, index));
         });
 
         // Sessions alive in the daemon that this process has not seen since
@@ -195,28 +325,33 @@ impl LiveSessionView {
                 if seen[index] || !session.alive {
                     continue;
                 }
-                live.push(LiveSession {
+                let live_session = LiveSession {
                     title: pick_title(&session.title, &row.title),
                     attached: false,
                     pid: session.pid,
                     cols: session.cols,
                     rows: session.rows,
-                    output_offset: view.output_offset(index),
                     created_at: store::from_micros(row.created_at),
                     session_id: row.id,
                     workspace_id: row.workspace_id,
-                });
+                };
+                live.push((live_session, index));
             }
         }
-        live.sort_unstable_by(|a, b| {
-            a.created_at
-                .cmp(&b.created_at)
-                .then_with(|| a.session_id.cmp(&b.session_id))
+        live.sort_unstable_by(|(a, _), (b, _)| oldest_first(a, b));
+        let (sessions, slots) = live.into_iter().unzip();
+        let rendered = Arc::new(Rendered {
+            sessions,
+            slots,
+            encoded: OnceLock::new(),
         });
-        Ok(LiveSessions {
-            sessions: live,
-            source: Source::Complete,
-        })
+        // Rows may change without memory or the daemon noticing (another
+        // process's stamp, say): a list read from them is not kept.
+        if !unseen_alive {
+            self.renders
+                .put(workspace_id, &view.list, memory_generation, &rendered);
+        }
+        Ok(rendered)
     }
 
     /// The daemon's sessions, or why they could not be had in time. When
@@ -331,6 +466,13 @@ fn pick_title(from_daemon: &str, known: &str) -> String {
     .to_owned()
 }
 
+/// Oldest first; ties by id, so a list's order is stable.
+fn oldest_first(a: &LiveSession, b: &LiveSession) -> std::cmp::Ordering {
+    a.created_at
+        .cmp(&b.created_at)
+        .then_with(|| a.session_id.cmp(&b.session_id))
+}
+
 fn memory_only(memory: Vec<MemorySession>, reason: String) -> LiveSessions {
     let mut sessions: Vec<_> = memory
         .into_iter()
@@ -344,16 +486,12 @@ fn memory_only(memory: Vec<MemorySession>, reason: String) -> LiveSessions {
             cols: session.cols,
             rows: session.rows,
             created_at: session.created_at,
-            output_offset: 0,
         })
         .collect();
-    sessions.sort_unstable_by(|a, b| {
-        a.created_at
-            .cmp(&b.created_at)
-            .then_with(|| a.session_id.cmp(&b.session_id))
-    });
+    sessions.sort_unstable_by(oldest_first);
     LiveSessions {
-        sessions,
+        output_offsets: vec![0; sessions.len()],
+        rendered: Arc::new(Rendered::from_memory(sessions)),
         source: Source::MemoryOnly(reason),
     }
 }

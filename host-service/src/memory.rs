@@ -54,6 +54,17 @@ struct Inner {
     /// Sessions whose rows were stamped (disposed, workspace closed) before
     /// their creation finished registering.
     stamped_while_creating: HashSet<String>,
+    /// Counts changes to `sessions`, so a list made from them can tell
+    /// whether it still holds.
+    generation: u64,
+}
+
+impl Inner {
+    /// `sessions`, for a change.
+    fn sessions_mut(&mut self) -> &mut HashMap<String, MemorySession> {
+        self.generation += 1;
+        &mut self.sessions
+    }
 }
 
 /// The in-memory session map.
@@ -87,7 +98,9 @@ impl Memory {
             return false;
         }
         if let Some(session) = session.filter(|_| !exited) {
-            inner.sessions.insert(session.session_id.clone(), session);
+            inner
+                .sessions_mut()
+                .insert(session.session_id.clone(), session);
         }
         true
     }
@@ -106,7 +119,7 @@ impl Memory {
     /// unless it is already known.
     pub fn adopt(&self, session: MemorySession) {
         self.inner()
-            .sessions
+            .sessions_mut()
             .entry(session.session_id.clone())
             .or_insert(session);
     }
@@ -125,7 +138,7 @@ impl Memory {
         if inner.creating.contains(session_id) {
             inner.stamped_while_creating.insert(session_id.to_owned());
         }
-        inner.sessions.remove(session_id)
+        inner.sessions_mut().remove(session_id)
     }
 
     /// The workspace's registered sessions, as they are now.
@@ -146,10 +159,11 @@ impl Memory {
         if inner.creating.contains(session_id) {
             inner.exited_while_creating.insert(session_id.to_owned());
         }
-        if let Some(session) = inner.sessions.get_mut(session_id) {
+        let sessions = inner.sessions_mut();
+        if let Some(session) = sessions.get_mut(session_id) {
             session.exit = Some((code, signal));
             if session.attachments == 0 {
-                inner.sessions.remove(session_id);
+                sessions.remove(session_id);
             }
         }
     }
@@ -157,29 +171,32 @@ impl Memory {
     /// Records that every registered session died (its daemon died).
     pub fn mark_all_exited(&self) {
         let mut inner = self.inner();
-        for session in inner.sessions.values_mut() {
+        let sessions = inner.sessions_mut();
+        for session in sessions.values_mut() {
             session.exit.get_or_insert((None, None));
         }
-        inner.sessions.retain(|_, session| session.attachments > 0);
+        sessions.retain(|_, session| session.attachments > 0);
     }
 
-    /// Visits the workspace's registered sessions under the lock, so a list
-    /// can read them and refresh what the daemon says of them without
-    /// copying each first.
-    pub fn visit_workspace(&self, workspace_id: &str, mut visit: impl FnMut(&mut MemorySession)) {
-        for session in self
-            .inner()
-            .sessions
-            .values_mut()
-            .filter(|session| session.workspace_id == workspace_id)
-        {
-            visit(session);
-        }
+    /// Counts changes to the registered sessions: the same number means
+    /// the same sessions, attachments and exits.
+    pub fn generation(&self) -> u64 {
+        self.inner().generation
+    }
+
+    /// Visits every registered session under the lock, so a list can read
+    /// them and refresh what the daemon says of them without copying each
+    /// first; returns the generation they are at. What the daemon says is
+    /// no change here: a list made from it knows the daemon's generation.
+    pub fn visit(&self, mut visit: impl FnMut(&mut MemorySession)) -> u64 {
+        let mut inner = self.inner();
+        inner.sessions.values_mut().for_each(&mut visit);
+        inner.generation
     }
 
     /// Counts an attach stream until the returned guard is dropped.
     pub fn attach(self: &Arc<Self>, session_id: &str) -> AttachGuard {
-        if let Some(session) = self.inner().sessions.get_mut(session_id) {
+        if let Some(session) = self.inner().sessions_mut().get_mut(session_id) {
             session.attachments += 1;
         }
         AttachGuard {
@@ -198,10 +215,11 @@ pub struct AttachGuard {
 impl Drop for AttachGuard {
     fn drop(&mut self) {
         let mut inner = self.memory.inner();
-        if let Some(session) = inner.sessions.get_mut(&self.session_id) {
+        let sessions = inner.sessions_mut();
+        if let Some(session) = sessions.get_mut(&self.session_id) {
             session.attachments = session.attachments.saturating_sub(1);
             if session.attachments == 0 && session.exit.is_some() {
-                inner.sessions.remove(&self.session_id);
+                sessions.remove(&self.session_id);
             }
         }
     }
@@ -261,6 +279,37 @@ mod tests {
         memory.begin_create("closed");
         assert!(memory.finish_create("closed", Some(session("closed"))));
         assert!(memory.contains("closed"));
+    }
+
+    #[test]
+    fn every_change_a_list_shows_moves_the_generation() {
+        let memory = Arc::new(Memory::default());
+        let mut last = memory.generation();
+        let mut changed = |what: &str| {
+            let now = memory.generation();
+            assert!(now > last, "{what} left the generation at {now}");
+            last = now;
+        };
+        memory.adopt(session("a"));
+        changed("adopting");
+        memory.begin_create("b");
+        memory.finish_create("b", Some(session("b")));
+        changed("registering a creation");
+        let attached = memory.attach("a");
+        changed("attaching");
+        drop(attached);
+        changed("detaching");
+        memory.mark_exited("b", Some(0), None);
+        changed("an exit");
+        memory.remove("a");
+        changed("forgetting");
+        memory.adopt(session("c"));
+        memory.mark_all_exited();
+        changed("the daemon dying");
+        // What the daemon says is no change of memory's.
+        let visited = memory.visit(|session| session.refresh("t", 2, 100, 30));
+        assert_eq!(visited, last);
+        assert_eq!(memory.generation(), last);
     }
 
     #[test]

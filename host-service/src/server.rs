@@ -3,15 +3,15 @@
 
 use std::time::Duration;
 
-use holdfast::proto::host::v1::status_service_server::StatusServiceServer;
-use holdfast::proto::host::v1::terminal_service_server::TerminalServiceServer;
-use holdfast::proto::host::v1::workspace_service_server::WorkspaceServiceServer;
 use http::HeaderValue;
 use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::access::Policy;
+use crate::api::status_service_server::StatusServiceServer;
+use crate::api::terminal_service_server::TerminalServiceServer;
+use crate::api::workspace_service_server::WorkspaceServiceServer;
 use crate::service::Host;
 use crate::status::HostStatus;
 

@@ -11,12 +11,13 @@ use futures_util::{Stream, StreamExt};
 use holdfast::daemon_client::DaemonClient;
 use holdfast::proto::daemon::v1 as daemon;
 use holdfast::proto::host::v1 as pb;
-use holdfast::proto::host::v1::terminal_service_server::TerminalService;
-use holdfast::proto::host::v1::workspace_service_server::WorkspaceService;
 use tonic::{Request, Response, Status};
 
+use crate::api::terminal_service_server::TerminalService;
+use crate::api::workspace_service_server::WorkspaceService;
 use crate::error::{Error, Result};
-use crate::live_sessions::{LiveSession, LiveSessionView, LiveSessions, Source};
+use crate::listing::{self, ListSessionsResponse, source_to_proto};
+use crate::live_sessions::{LiveSessionView, LiveSessions};
 use crate::memory::{Memory, MemorySession};
 use crate::store::{self, Insert, SessionRow, Status as RowStatus, Store, WorkspaceRow};
 use crate::validate;
@@ -172,30 +173,6 @@ fn workspace_to_proto(row: WorkspaceRow) -> pb::Workspace {
         name: row.name,
         created_at: timestamp(store::from_micros(row.created_at)),
         closed_at: row.closed_at.map(|at| store::from_micros(at).into()),
-    }
-}
-
-fn live_to_proto(session: LiveSession) -> pb::Session {
-    pb::Session {
-        session_id: session.session_id,
-        workspace_id: session.workspace_id,
-        title: session.title,
-        attached: session.attached,
-        alive: true,
-        exit_code: None,
-        signal: None,
-        pid: session.pid,
-        cols: session.cols,
-        rows: session.rows,
-        created_at: timestamp(session.created_at),
-        output_offset: session.output_offset,
-    }
-}
-
-fn source_to_proto(source: &Source) -> (pb::Source, String) {
-    match source {
-        Source::Complete => (pb::Source::Complete, String::new()),
-        Source::MemoryOnly(reason) => (pb::Source::MemoryOnly, reason.clone()),
     }
 }
 
@@ -404,14 +381,9 @@ impl TerminalService for Host {
     async fn list_sessions(
         &self,
         request: Request<pb::ListSessionsRequest>,
-    ) -> Result<Response<pb::ListSessionsResponse>, Status> {
+    ) -> Result<Response<ListSessionsResponse>, Status> {
         let live = self.live(&request.into_inner().workspace_id).await?;
-        let (source, degraded_reason) = source_to_proto(&live.source);
-        Ok(Response::new(pb::ListSessionsResponse {
-            sessions: live.sessions.into_iter().map(live_to_proto).collect(),
-            source: source.into(),
-            degraded_reason,
-        }))
+        Ok(Response::new(listing::list_sessions_response(live)))
     }
 
     async fn count_background_sessions(

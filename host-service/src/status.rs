@@ -4,9 +4,9 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use holdfast::proto::host::v1 as pb;
-use holdfast::proto::host::v1::status_service_server::StatusService;
 use tonic::{Request, Response, Status};
 
+use crate::api::status_service_server::StatusService;
 use crate::supervisor::{DaemonHealth, DaemonState};
 
 /// Answers status requests from what the supervisor knows.

@@ -11,12 +11,14 @@
 //! `Spawn` answers with the same parts decoded into one message, so a
 //! session is described in one place.
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
+use holdfast::preencoded::Preencoded;
 use holdfast::proto::daemon::v1 as pb;
 use prost::Message;
-use prost::bytes::{Buf, BufMut, Bytes};
-use prost::encoding::{self, DecodeContext, WireType};
+use prost::bytes::Bytes;
+use prost::encoding;
 
 use crate::session::{Changing, Session};
 
@@ -74,87 +76,22 @@ fn encode_changing(changing: Changing<'_>, buf: &mut Vec<u8>) {
 }
 
 /// `holdfast.daemon.v1.ListResponse`, with its sessions pre-encoded.
-#[derive(Debug, Default)]
-pub struct ListResponse {
-    /// Each session's fixed part.
-    fixed: Vec<Bytes>,
-    /// Every session's changing part, back to back.
-    changing: Vec<u8>,
-    /// Where each session's changing part ends in `changing`.
-    ends: Vec<usize>,
-    /// Every other field (and any sessions decoded into it).
-    rest: pb::ListResponse,
-}
+pub type ListResponse = Preencoded<pb::ListResponse>;
 
-impl ListResponse {
-    /// A response with `rest`'s fields and room for `sessions` sessions.
-    pub fn new(rest: pb::ListResponse, sessions: usize) -> Self {
-        Self {
-            fixed: Vec::with_capacity(sessions),
-            // About what size, title and offsets take.
-            changing: Vec::with_capacity(sessions * 32),
-            ends: Vec::with_capacity(sessions),
-            rest,
-        }
-    }
+/// About what a session takes in a list: its fixed part, size, title and
+/// offset.
+const SESSION_BYTES: usize = 128;
 
-    /// Adds `session` as it is now.
-    pub fn push(&mut self, session: &Session) {
-        session.read_changing(|changing| self.push_parts(session.listing(), changing));
+/// `rest`, with `sessions` as they are now.
+pub fn list_response(rest: pb::ListResponse, sessions: &[Arc<Session>]) -> ListResponse {
+    let mut response = ListResponse::new(rest, sessions.len() * SESSION_BYTES);
+    let mut changing = Vec::new();
+    for session in sessions {
+        changing.clear();
+        session.read_changing(|now| encode_changing(now, &mut changing));
+        response.push(SESSIONS_TAG, session.listing(), &changing);
     }
-
-    fn push_parts(&mut self, fixed: &Bytes, changing: Changing<'_>) {
-        self.fixed.push(fixed.clone());
-        encode_changing(changing, &mut self.changing);
-        self.ends.push(self.changing.len());
-    }
-
-    /// Each session's encoding, as its two parts.
-    fn parts(&self) -> impl Iterator<Item = (&Bytes, &[u8])> {
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        self.fixed
-            .iter()
-            .zip(starts.zip(&self.ends))
-            .map(|(fixed, (start, &end))| (fixed, &self.changing[start..end]))
-    }
-}
-
-impl Message for ListResponse {
-    fn encode_raw(&self, buf: &mut impl BufMut) {
-        for (fixed, changing) in self.parts() {
-            encoding::encode_key(SESSIONS_TAG, WireType::LengthDelimited, buf);
-            encoding::encode_varint((fixed.len() + changing.len()) as u64, buf);
-            buf.put_slice(fixed);
-            buf.put_slice(changing);
-        }
-        self.rest.encode_raw(buf);
-    }
-
-    fn merge_field(
-        &mut self,
-        tag: u32,
-        wire_type: WireType,
-        buf: &mut impl Buf,
-        ctx: DecodeContext,
-    ) -> Result<(), prost::DecodeError> {
-        // Only ever sent; should one be read, it reads as the generated type.
-        self.rest.merge_field(tag, wire_type, buf, ctx)
-    }
-
-    fn encoded_len(&self) -> usize {
-        let sessions: usize = self
-            .parts()
-            .map(|(fixed, changing)| {
-                let len = fixed.len() + changing.len();
-                encoding::key_len(SESSIONS_TAG) + encoding::encoded_len_varint(len as u64) + len
-            })
-            .sum();
-        sessions + self.rest.encoded_len()
-    }
-
-    fn clear(&mut self) {
-        *self = Self::default();
-    }
+    response
 }
 
 #[cfg(test)]
@@ -224,11 +161,13 @@ mod tests {
             generation: 17,
             ..Default::default()
         };
-        let mut response = ListResponse::new(rest.clone(), cases.len());
+        let mut response = ListResponse::new(rest.clone(), 0);
         let mut expected = rest;
         for (id, argv, changing) in &cases {
             let fixed = encode_fixed(id, 1234, argv.clone(), "/tmp/here".into(), created_at);
-            response.push_parts(&fixed, *changing);
+            let mut encoded = Vec::new();
+            encode_changing(*changing, &mut encoded);
+            response.push(SESSIONS_TAG, &fixed, &encoded);
             let exit = changing.exit;
             expected.sessions.push(pb::Session {
                 session_id: (*id).to_owned(),

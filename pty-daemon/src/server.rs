@@ -123,11 +123,7 @@ impl PtyDaemon for DaemonService {
             generation,
             ..Default::default()
         };
-        let mut response = ListResponse::new(rest, all.len());
-        for session in all.iter() {
-            response.push(session);
-        }
-        Ok(Response::new(response))
+        Ok(Response::new(listing::list_response(rest, &all)))
     }
 
     async fn kill(

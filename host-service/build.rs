@@ -1,0 +1,18 @@
+//! Generates the host-service's own copy of its server traits. Every message
+//! is the `holdfast` crate's generated type except `ListSessionsResponse`,
+//! which is the host's `listing::ListSessionsResponse`: wire-identical, but
+//! assembled from each session's encoding kept ready (see `listing.rs`).
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    println!("cargo:rerun-if-changed=../proto");
+    let descriptors = protox::compile(["holdfast/host/v1/host.proto"], ["../proto"])?;
+    tonic_prost_build::configure()
+        .build_client(false)
+        .extern_path(".holdfast.host.v1", "::holdfast::proto::host::v1")
+        .extern_path(
+            ".holdfast.host.v1.ListSessionsResponse",
+            "crate::listing::ListSessionsResponse",
+        )
+        .compile_fds(descriptors)?;
+    Ok(())
+}

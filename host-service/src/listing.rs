@@ -1,0 +1,170 @@
+//! How sessions appear in `ListSessions`, encoded. A workspace's list is
+//! made once per change (see `live_sessions`); its sessions are encoded
+//! once too, all but their output offsets, and every list sends that
+//! encoding with each session's fresh offset appended. Protobuf reads a
+//! message's fields in any order, so this is the same `Session` on the
+//! wire, without building, encoding and dropping a thousand messages
+//! (three strings each) per list.
+//!
+//! [`ListSessionsResponse`] stands in for the generated type of that name
+//! in the host's server traits (see `build.rs` and `holdfast::preencoded`);
+//! clients decode it as usual.
+
+use holdfast::preencoded::Preencoded;
+use holdfast::proto::host::v1 as pb;
+use prost::Message;
+use prost::encoding;
+
+use crate::live_sessions::{LiveSession, LiveSessions, Source};
+
+/// `ListSessionsResponse.sessions`.
+const SESSIONS_TAG: u32 = 1;
+/// `Session.output_offset`.
+const OUTPUT_OFFSET_TAG: u32 = 12;
+
+/// A list's sessions encoded without their output offsets, back to back.
+#[derive(Debug, Default)]
+pub struct EncodedSessions {
+    bytes: Vec<u8>,
+    /// Where each session's encoding ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+impl EncodedSessions {
+    fn new(sessions: &[LiveSession]) -> Self {
+        let mut bytes = Vec::with_capacity(sessions.len() * 96);
+        let mut ends = Vec::with_capacity(sessions.len());
+        for session in sessions {
+            session_message(session, 0).encode_raw(&mut bytes);
+            ends.push(bytes.len());
+        }
+        Self { bytes, ends }
+    }
+
+    /// Each session's encoding.
+    fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| &self.bytes[start..end])
+    }
+}
+
+/// `session`, as lists show it, with `output_offset`.
+pub fn session_message(session: &LiveSession, output_offset: u64) -> pb::Session {
+    pb::Session {
+        session_id: session.session_id.clone(),
+        workspace_id: session.workspace_id.clone(),
+        title: session.title.clone(),
+        attached: session.attached,
+        alive: true,
+        exit_code: None,
+        signal: None,
+        pid: session.pid,
+        cols: session.cols,
+        rows: session.rows,
+        created_at: Some(session.created_at.into()),
+        output_offset,
+    }
+}
+
+/// `source` as `ListSessionsResponse` and `CountBackgroundSessionsResponse`
+/// report it: the enum and the reason a list is degraded.
+pub fn source_to_proto(source: &Source) -> (pb::Source, String) {
+    match source {
+        Source::Complete => (pb::Source::Complete, String::new()),
+        Source::MemoryOnly(reason) => (pb::Source::MemoryOnly, reason.clone()),
+    }
+}
+
+/// `holdfast.host.v1.ListSessionsResponse`, with its sessions pre-encoded.
+pub type ListSessionsResponse = Preencoded<pb::ListSessionsResponse>;
+
+/// The response for `live`. Encodes its sessions if no list has yet.
+pub fn list_sessions_response(live: LiveSessions) -> ListSessionsResponse {
+    let (source, degraded_reason) = source_to_proto(&live.source);
+    let rest = pb::ListSessionsResponse {
+        sessions: Vec::new(),
+        source: source.into(),
+        degraded_reason,
+    };
+    let encoded = live
+        .rendered
+        .encoded
+        .get_or_init(|| EncodedSessions::new(&live.rendered.sessions));
+    let mut response =
+        ListSessionsResponse::new(rest, encoded.bytes.len() + 12 * encoded.ends.len());
+    let mut offset = Vec::with_capacity(encoding::key_len(OUTPUT_OFFSET_TAG) + 10);
+    for (fixed, &output_offset) in encoded.iter().zip(&live.output_offsets) {
+        offset.clear();
+        // proto3 leaves a zero out.
+        if output_offset != 0 {
+            encoding::uint64::encode(OUTPUT_OFFSET_TAG, &output_offset, &mut offset);
+        }
+        response.push(SESSIONS_TAG, fixed, &offset);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::live_sessions::Rendered;
+
+    fn live(id: &str, title: &str, attached: bool) -> LiveSession {
+        LiveSession {
+            session_id: id.to_owned(),
+            workspace_id: "w".to_owned(),
+            title: title.to_owned(),
+            attached,
+            pid: 4321,
+            cols: 120,
+            rows: 40,
+            created_at: SystemTime::UNIX_EPOCH + Duration::from_micros(1_700_000_000_123_456),
+        }
+    }
+
+    /// The assembled response decodes, with the generated types, to the
+    /// response built field by field; a second response sharing the same
+    /// encoding carries its own offsets.
+    #[test]
+    fn sessions_decode_as_if_encoded_whole() {
+        let sessions = vec![
+            live("a", "", false),
+            live("b", "build · step 2", true),
+            live("c", "x", false),
+        ];
+        let rendered = Arc::new(Rendered::from_memory(sessions.clone()));
+        for (offsets, source) in [
+            (vec![0, 7, 1 << 40], Source::Complete),
+            (vec![300, 0, 1], Source::MemoryOnly("hung".to_owned())),
+        ] {
+            let response = list_sessions_response(LiveSessions {
+                rendered: Arc::clone(&rendered),
+                output_offsets: offsets.clone(),
+                source: source.clone(),
+            });
+            let (source, degraded_reason) = source_to_proto(&source);
+            let expected = pb::ListSessionsResponse {
+                sessions: sessions
+                    .iter()
+                    .zip(&offsets)
+                    .map(|(session, &offset)| session_message(session, offset))
+                    .collect(),
+                source: source.into(),
+                degraded_reason,
+            };
+            let bytes = response.encode_to_vec();
+            assert_eq!(bytes.len(), response.encoded_len());
+            assert_eq!(
+                pb::ListSessionsResponse::decode(bytes.as_slice()).expect("decodes"),
+                expected
+            );
+            assert_eq!(bytes, expected.encode_to_vec());
+        }
+    }
+}
