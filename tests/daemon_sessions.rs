@@ -221,6 +221,61 @@ async fn sessions_hear_sighup_even_when_the_daemon_was_started_under_nohup() {
     assert_eq!(gone.signal, Some(rustix::process::Signal::HUP.as_raw()));
 }
 
+/// A program leads a session of its own with the PTY as its controlling
+/// terminal (Ctrl-C reaches it), and inherits no ignored or blocked signal:
+/// not the SIGHUP a nohup launcher leaves ignored, nor the SIGPIPE Rust
+/// ignores in the daemon.
+#[tokio::test]
+async fn programs_lead_their_terminal_with_default_signals() {
+    let daemon = Daemon::start_under(&["nohup"], &[]).await;
+    let mut client = daemon.client().await;
+    let session = spawn(
+        &mut client,
+        &["cat", "/proc/self/stat", "/proc/self/status"],
+    )
+    .await;
+    let mut stream = attach(&mut client, &session.session_id, Some(0)).await;
+    let received = receive_all(&mut stream).await;
+    let text = received.text();
+    // After "pid (comm)": state ppid pgrp session tty_nr tpgid ...
+    let stat: Vec<&str> = text
+        .rsplit_once(") ")
+        .map(|(_, rest)| rest.split_whitespace().take(6).collect())
+        .unwrap_or_default();
+    let pid = session.pid.to_string();
+    assert_eq!(stat.get(2), Some(&&*pid), "its own process group: {text}");
+    assert_eq!(stat.get(3), Some(&&*pid), "its own session: {text}");
+    assert_ne!(stat.get(4), Some(&"0"), "a controlling terminal: {text}");
+    assert_eq!(stat.get(5), Some(&&*pid), "in the foreground: {text}");
+    let mask = |field: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(field))
+            .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+            .unwrap_or_else(|| panic!("no {field} in {text}"))
+    };
+    assert_eq!(mask("SigBlk:"), 0, "no signal blocked");
+    // Signals 1–31. glibc's posix_spawn leaves its two internal signals
+    // (32, 33) ignored, as for every program started with it (Rust's
+    // Command, Python's subprocess); glibc programs take them back.
+    assert_eq!(
+        mask("SigIgn:") & 0x7fff_ffff,
+        0,
+        "no standard signal ignored"
+    );
+
+    // The terminal's line discipline signals its foreground group.
+    let session = spawn(&mut client, &["sleep", "1000"]).await;
+    client
+        .write(pb::WriteRequest {
+            session_id: session.session_id.clone(),
+            data: "\x03".into(),
+        })
+        .await
+        .expect("write");
+    let gone = exited(&client, &session.session_id).await;
+    assert_eq!(gone.signal, Some(rustix::process::Signal::INT.as_raw()));
+}
+
 #[tokio::test]
 async fn osc_titles_are_tracked_and_streamed() {
     let daemon = Daemon::start().await;

@@ -10,6 +10,7 @@ pub mod kill;
 pub mod listener;
 pub mod listing;
 pub mod peer_auth;
+pub mod posix_spawn;
 pub mod registry;
 pub mod scrollback;
 pub mod server;

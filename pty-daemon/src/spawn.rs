@@ -2,18 +2,15 @@
 //! directory, and the file descriptors the daemon keeps.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::CString;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
-
-use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
 
 use portable_pty::{PtySize, native_pty_system};
 use rustix::process::{Pid, PidfdFlags};
 
 use crate::error::{Error, Result};
+use crate::posix_spawn;
 
 /// What to run and on what terminal, already validated.
 #[derive(Debug, Clone)]
@@ -70,14 +67,18 @@ pub fn base_environment() -> BTreeMap<String, String> {
 }
 
 /// Opens a PTY and starts the program on it as a session leader with the
-/// PTY as its controlling terminal. Blocking: it forks.
+/// PTY as its controlling terminal. Blocking, but briefly: it does not fork.
 ///
-/// portable-pty opens the pair; the program is started here rather than by
-/// `SlavePty::spawn_command`, whose child enumerates `/proc/self/fd` to close
-/// stray descriptors. With a thousand sessions that is thousands of closes
-/// per spawn, and the /proc entries it creates make every later reap cost
-/// milliseconds of kernel time. The daemon opens every descriptor
-/// close-on-exec, so the child needs no such sweep.
+/// The program is started with `posix_spawn`, which glibc implements with
+/// `clone(CLONE_VM | CLONE_VFORK)`: the daemon's memory is shared with the
+/// child until it execs instead of copied, so a spawn costs the same
+/// whatever the daemon holds (a fork copies the page tables of every byte
+/// of scrollback; measured in BENCHMARKS.md). Nothing runs in the child but
+/// glibc's own steps, in this order: a new session, every signal at its
+/// default action and none blocked, the working directory, the PTY opened
+/// as stdin (the session leader's first terminal: its controlling one),
+/// stdout and stderr, exec. The daemon opens every descriptor
+/// close-on-exec, so the child needs no sweep of stray ones.
 pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
     let mut env = base_environment();
     env.extend(spec.env);
@@ -88,28 +89,31 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
     if !Path::new(&cwd).is_dir() {
         return Err(Error::CwdNotFound(cwd));
     }
-
-    let (mut command, argv) = match spec.argv.split_first() {
+    let (program, arg0, argv) = match spec.argv.split_first() {
         None => {
             let shell = env
                 .get("SHELL")
                 .cloned()
                 .unwrap_or_else(|| "/bin/sh".into());
-            let mut command = Command::new(&shell);
             // A leading '-' in argv[0] tells a shell it is a login shell.
             let name = Path::new(&shell)
                 .file_name()
                 .map_or(shell.as_str().into(), |name| name.to_string_lossy());
-            command.arg0(format!("-{name}"));
-            (command, vec![shell])
+            (shell.clone(), format!("-{name}"), vec![shell])
         }
-        Some((program, args)) => {
-            let mut command = Command::new(program);
-            command.args(args);
-            (command, spec.argv.clone())
-        }
+        Some((program, _)) => (program.clone(), program.clone(), spec.argv.clone()),
     };
-    command.env_clear().envs(&env).current_dir(&cwd);
+    let not_found = |reason: String| Error::ProgramNotFound {
+        program: program.clone(),
+        reason,
+    };
+    // As execvp would, but in the session's PATH rather than the daemon's.
+    let path = if program.contains('/') {
+        PathBuf::from(&program)
+    } else {
+        which::which_in(&program, env.get("PATH"), &cwd)
+            .map_err(|error| not_found(format!("no such program in PATH ({error})")))?
+    };
 
     let size = PtySize {
         rows: spec.rows,
@@ -124,45 +128,6 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
         .master
         .tty_name()
         .ok_or_else(|| Error::io("naming the PTY", std::io::ErrorKind::NotFound))?;
-    let slave = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_NOCTTY)
-        .open(&tty)
-        .map_err(|error| Error::io(format!("opening {}", tty.display()), error))?;
-    let stdio = |slave: &std::fs::File| {
-        slave
-            .try_clone()
-            .map(Stdio::from)
-            .map_err(|error| Error::io("duplicating the PTY slave", error))
-    };
-    command
-        .stdin(stdio(&slave)?)
-        .stdout(stdio(&slave)?)
-        .stderr(stdio(&slave)?);
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        command.pre_exec(|| {
-            // Ignored dispositions survive exec; a launcher's nohup must not
-            // leave sessions deaf to hang-ups.
-            for signal in [
-                libc::SIGHUP,
-                libc::SIGINT,
-                libc::SIGQUIT,
-                libc::SIGTERM,
-                libc::SIGALRM,
-                libc::SIGCHLD,
-            ] {
-                libc::signal(signal, libc::SIG_DFL);
-            }
-            rustix::process::setsid()?;
-            // stdin is the slave: make it the controlling terminal.
-            rustix::process::ioctl_tiocsctty(std::io::stdin())?;
-            Ok(())
-        });
-    }
-    // Everything fallible that does not need the child comes first, so a
-    // failure after the fork is rare and still cleans up after itself.
     let master_raw = pair
         .master
         .as_raw_fd()
@@ -172,28 +137,43 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
         .map_err(|error| Error::io("duplicating the PTY master", error))?;
     rustix::io::ioctl_fionbio(&master, true)
         .map_err(|error| Error::io("making the PTY master non-blocking", error))?;
-    let mut child = command.spawn().map_err(|error| Error::ProgramNotFound {
-        program: argv.first().cloned().unwrap_or_default(),
-        reason: match error.kind() {
-            std::io::ErrorKind::NotFound => format!("no such program in PATH or on disk ({error})"),
+
+    let args = std::iter::once(arg0.as_str())
+        .chain(argv.iter().skip(1).map(String::as_str))
+        .map(c_string)
+        .collect::<Result<Vec<_>>>()?;
+    let vars = env
+        .iter()
+        .map(|(name, value)| c_string(&format!("{name}={value}")))
+        .collect::<Result<Vec<_>>>()?;
+    let program_error = |error: std::io::Error| {
+        not_found(match error.kind() {
+            std::io::ErrorKind::NotFound => format!("no such program on disk ({error})"),
             _ => error.to_string(),
-        },
-    })?;
-    let pid = Pid::from_child(&child);
+        })
+    };
+    let pid = posix_spawn::Spawn {
+        path: &c_string(&path.to_string_lossy())?,
+        args: &args,
+        vars: &vars,
+        cwd: &c_string(&cwd.to_string_lossy())?,
+        terminal: &c_string(&tty.to_string_lossy())?,
+    }
+    .run()
+    .map_err(program_error)?;
     // The child is ours and unreaped, so its pid cannot have been reused.
     let pidfd = match rustix::process::pidfd_open(pid, PidfdFlags::NONBLOCK) {
         Ok(pidfd) => pidfd,
         Err(error) => {
             // Nothing could watch it: end it now rather than leak it.
-            let _ = child.kill();
-            let _ = child.wait();
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
             return Err(Error::io("opening a pidfd", error));
         }
     };
-    // Closing the daemon's copies of the slave lets reads see EOF once the
-    // program and its children are gone. Dropping `child` neither waits nor
-    // kills; the pidfd reaps it.
-    drop((pair, slave, command, child));
+    // Closing the daemon's copy of the slave lets reads see EOF once the
+    // program and its children are gone. The pidfd reaps the child.
+    drop(pair);
     Ok(Spawned {
         pid,
         master,
@@ -201,4 +181,9 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
         argv,
         cwd,
     })
+}
+
+fn c_string(text: &str) -> Result<CString> {
+    // Validation refuses NULs in argv, env and cwd before they get here.
+    CString::new(text).map_err(|_| Error::InvalidArgument(format!("{text:?} contains a NUL byte")))
 }
