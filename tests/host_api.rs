@@ -318,24 +318,45 @@ async fn closing_a_workspace_while_sessions_start_leaves_none_running() {
         lane.expect("lane");
     }
     assert!(host.list(&workspace).await.sessions.is_empty());
-    let daemon = holdfast::daemon_client::connect(&home.socket(), PATIENCE)
-        .await
-        .expect("daemon");
-    eventually("every started session to have exited", || {
-        let mut daemon = daemon.clone();
-        async move {
-            let list = daemon
-                .list(holdfast::proto::daemon::v1::ListRequest::default())
-                .await
-                .ok()?
-                .into_inner();
-            list.sessions
-                .iter()
-                .all(|session| !session.alive)
-                .then_some(())
-        }
-    })
-    .await;
+    home.until_no_session_runs("every started session to have exited")
+        .await;
+}
+
+/// A create in a workspace known open starts the program while the row is
+/// written. When the insert finds the workspace closed after all (here
+/// closed behind the host's back, in the database), the create is refused
+/// and the program it started is ended at once, not left to the reaper.
+#[tokio::test]
+async fn a_create_refused_by_its_row_ends_the_program_it_started() {
+    use diesel::{Connection, RunQueryDsl, SqliteConnection};
+
+    let home = HostHome::new();
+    // A reaper that would not come by during the test.
+    let mut host = home.start(&["--reap-interval-secs", "3600"]).await;
+    let workspace = host.create_workspace("closing").await.workspace_id;
+    let mut db = SqliteConnection::establish(home.database().to_str().expect("UTF-8"))
+        .expect("open the database");
+    diesel::sql_query("UPDATE workspaces SET closed_at = 1 WHERE id = ?")
+        .bind::<diesel::sql_types::Text, _>(&workspace)
+        .execute(&mut db)
+        .expect("close the workspace");
+    for attempt in [
+        "known open: started, then ended",
+        "known closed: refused before anything started",
+    ] {
+        let refused = host
+            .terminals
+            .create_session(session_request(&workspace, &["sleep", "600"]))
+            .await
+            .expect_err("refused");
+        assert_eq!(
+            refused.code(),
+            Code::FailedPrecondition,
+            "{attempt}: {refused:?}"
+        );
+        let started = home.until_no_session_runs(attempt).await;
+        assert_eq!(started, 1, "{attempt}");
+    }
 }
 
 #[tokio::test]

@@ -17,6 +17,7 @@ pub mod status;
 pub mod store;
 pub mod supervisor;
 pub mod validate;
+pub mod workspaces;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

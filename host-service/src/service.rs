@@ -2,9 +2,8 @@
 //! `TerminalService`. Requests are validated here; lists come from the
 //! derived function in `live_sessions`; errors become statuses in `error.rs`.
 
-use std::collections::HashSet;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use futures_util::{Stream, StreamExt};
@@ -21,6 +20,7 @@ use crate::live_sessions::{LiveSessionView, LiveSessions};
 use crate::memory::{Memory, MemorySession};
 use crate::store::{self, Insert, SessionRow, Status as RowStatus, Store, WorkspaceRow};
 use crate::validate;
+use crate::workspaces::KnownWorkspaces;
 
 /// Default terminal size when a request leaves it at zero.
 const DEFAULT_SIZE: (u32, u32) = (80, 24);
@@ -40,9 +40,8 @@ pub struct Host {
     live: LiveSessionView,
     /// Bound on daemon calls other than listing (spawn, write, kill...).
     operation_timeout: Duration,
-    /// Workspaces known to exist. Rows are never deleted (closing only
-    /// stamps them), so a list need not ask the database again.
-    known_workspaces: Arc<Mutex<HashSet<String>>>,
+    /// Workspaces seen, and whether they were open.
+    workspaces: Arc<KnownWorkspaces>,
 }
 
 impl Host {
@@ -55,7 +54,7 @@ impl Host {
             daemon: live.daemon.clone(),
             live,
             operation_timeout,
-            known_workspaces: Arc::default(),
+            workspaces: Arc::default(),
         }
     }
 
@@ -84,6 +83,42 @@ impl Host {
         request
     }
 
+    /// Writes a new session's row, unless its workspace is missing or
+    /// closed.
+    async fn record(&self, row: SessionRow) -> Result<()> {
+        let workspace_id = row.workspace_id.clone();
+        match self.store.insert_session(row).await? {
+            Insert::Done => Ok(()),
+            Insert::NoWorkspace => Err(Error::WorkspaceNotFound(workspace_id)),
+            Insert::WorkspaceClosed => {
+                self.workspaces.saw(&workspace_id, false);
+                Err(Error::WorkspaceClosed(workspace_id))
+            }
+        }
+    }
+
+    /// Starts a new session's program.
+    async fn start(&self, spawn: daemon::SpawnRequest) -> Result<daemon::Session> {
+        let mut client = self.daemon.clone();
+        let response = self
+            .daemon_call("spawn", client.spawn(self.request(spawn)))
+            .await?;
+        Ok(response.session.unwrap_or_default())
+    }
+
+    /// Ends a session that started but must never become visible; the
+    /// reaper ends it if this fails (its row is stamped or missing).
+    async fn end_unregistered(&self, session_id: &str) {
+        let mut client = self.daemon.clone();
+        let kill = self.request(daemon::KillRequest {
+            session_id: session_id.to_owned(),
+            ..Default::default()
+        });
+        if let Err(error) = self.daemon_call("kill", client.kill(kill)).await {
+            tracing::warn!(%session_id, %error, "killing a session that must not be listed failed; the reaper will retry");
+        }
+    }
+
     async fn open_workspace(&self, workspace_id: &str) -> Result<WorkspaceRow> {
         self.store
             .workspace(workspace_id)
@@ -93,14 +128,9 @@ impl Host {
 
     async fn live(&self, workspace_id: &str) -> Result<LiveSessions> {
         let workspace_id = validate::id("workspace_id", workspace_id)?;
-        let known = || {
-            self.known_workspaces
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-        };
-        if !known().contains(workspace_id) {
-            self.open_workspace(workspace_id).await?;
-            known().insert(workspace_id.to_owned());
+        if !self.workspaces.exists(workspace_id) {
+            let row = self.open_workspace(workspace_id).await?;
+            self.workspaces.saw(workspace_id, row.closed_at.is_none());
         }
         self.live.list_live_sessions(workspace_id).await
     }
@@ -195,6 +225,7 @@ impl WorkspaceService for Host {
             .create_workspace(row)
             .await
             .map_err(Error::from)?;
+        self.workspaces.saw(&row.id, true);
         tracing::info!(workspace_id = %row.id, name = %row.name, "workspace created");
         Ok(Response::new(pb::CreateWorkspaceResponse {
             workspace: Some(workspace_to_proto(row)),
@@ -224,6 +255,7 @@ impl WorkspaceService for Host {
             .await
             .map_err(Error::from)?
             .ok_or_else(|| Error::WorkspaceNotFound(workspace_id.to_owned()))?;
+        self.workspaces.saw(workspace_id, false);
         for session_id in &stamped {
             self.memory.remove(session_id);
         }
@@ -294,37 +326,46 @@ impl TerminalService for Host {
             exit_signal: None,
             dispose_requested_at: None,
         };
-        // Row first, so the daemon never holds a session the database does
-        // not know; the reaper leaves it alone until it is registered.
+        // The reaper leaves the session alone until it is registered.
         self.memory.begin_create(&session_id);
-        let refused = match self.store.insert_session(row).await {
-            Ok(Insert::Done) => None,
-            Ok(Insert::NoWorkspace) => Some(Error::WorkspaceNotFound(workspace_id.clone())),
-            Ok(Insert::WorkspaceClosed) => Some(Error::WorkspaceClosed(workspace_id.clone())),
-            Err(error) => Some(Error::from(error)),
-        };
-        if let Some(error) = refused {
-            self.memory.finish_create(&session_id, None);
-            return Err(error.into());
-        }
-        let mut client = self.daemon.clone();
-        let spawn = self.request(daemon::SpawnRequest {
+        let spawn = daemon::SpawnRequest {
             session_id: session_id.clone(),
             argv: request.argv,
             cwd: request.cwd,
             env: request.env,
             cols,
             rows,
-        });
-        let spawned = match self.daemon_call("spawn", client.spawn(spawn)).await {
-            Ok(response) => response.session.unwrap_or_default(),
-            Err(error) => {
+        };
+        let (recorded, spawned) = if self.workspaces.was_open(&workspace_id) {
+            // The program starts while its row is written. Should the
+            // workspace have closed meanwhile, the insert refuses and the
+            // program is ended before anything is acknowledged.
+            tokio::join!(self.record(row), self.start(spawn))
+        } else {
+            // Not known open: the row first, so a refused create never
+            // runs its program.
+            if let Err(refused) = self.record(row).await {
+                self.memory.finish_create(&session_id, None);
+                return Err(refused.into());
+            }
+            (Ok(()), self.start(spawn).await)
+        };
+        let spawned = match (recorded, spawned) {
+            (Ok(()), Ok(spawned)) => spawned,
+            (Ok(()), Err(error)) => {
                 // It never ran: nothing was acknowledged, so the row goes.
                 if let Err(store_error) = self.store.delete_session(&session_id).await {
                     tracing::error!(%session_id, %store_error, "removing the row of a failed spawn failed; the reaper will settle it");
                 }
                 self.memory.finish_create(&session_id, None);
                 return Err(error.into());
+            }
+            (Err(refused), spawned) => {
+                if spawned.is_ok() {
+                    self.end_unregistered(&session_id).await;
+                }
+                self.memory.finish_create(&session_id, None);
+                return Err(refused.into());
             }
         };
         let registered = self.memory.finish_create(
@@ -346,13 +387,7 @@ impl TerminalService for Host {
             // Its workspace was closed (or it was disposed) while it was
             // starting: it never becomes visible; the row's stamp makes the
             // reaper's kill stick if this one fails.
-            let kill = self.request(daemon::KillRequest {
-                session_id: session_id.clone(),
-                ..Default::default()
-            });
-            if let Err(error) = self.daemon_call("kill", client.kill(kill)).await {
-                tracing::warn!(%session_id, %error, "killing a session of a closed workspace failed; the reaper will retry");
-            }
+            self.end_unregistered(&session_id).await;
             return Err(Error::WorkspaceClosed(workspace_id).into());
         }
         tracing::info!(%session_id, %workspace_id, pid = spawned.pid, listed, "session created");

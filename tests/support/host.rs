@@ -101,6 +101,29 @@ impl HostHome {
         list.daemon.map(|daemon| daemon.pid as i32)
     }
 
+    /// Waits until no session of the daemon on this home's socket runs;
+    /// returns how many it holds (ended sessions are kept for a while).
+    pub async fn until_no_session_runs(&self, what: &str) -> usize {
+        let daemon = holdfast::daemon_client::connect(&self.socket(), super::PATIENCE)
+            .await
+            .expect("daemon");
+        eventually(what, || {
+            let mut daemon = daemon.clone();
+            async move {
+                let list = daemon
+                    .list(holdfast::proto::daemon::v1::ListRequest::default())
+                    .await
+                    .ok()?
+                    .into_inner();
+                list.sessions
+                    .iter()
+                    .all(|session| !session.alive)
+                    .then_some(list.sessions.len())
+            }
+        })
+        .await
+    }
+
     /// Pids of processes started as daemons on this home's socket,
     /// including launchers that have not exited yet.
     pub fn daemon_pids(&self) -> Vec<i32> {
