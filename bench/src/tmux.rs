@@ -4,8 +4,10 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use holdfast::proc_stat::ProcStat;
 
 pub struct Tmux {
     _dir: tempfile::TempDir,
@@ -83,6 +85,20 @@ impl Tmux {
             command,
         ])?;
         Ok(())
+    }
+
+    /// Waits, up to 100 ms, until the server is no longer running on a
+    /// CPU: tmux goes on working after it has answered (a client's exit, a
+    /// new session's shell), and on two CPUs that work would otherwise be
+    /// timed as part of the next subject's request.
+    pub fn settle(&self, server_pid: i32) {
+        let deadline = Instant::now() + Duration::from_millis(100);
+        let mut idle_reads = 0;
+        while idle_reads < 3 && Instant::now() < deadline {
+            let running = ProcStat::read(server_pid).is_some_and(|stat| stat.state == 'R');
+            idle_reads = if running { 0 } else { idle_reads + 1 };
+            std::thread::yield_now();
+        }
     }
 
     pub fn server_pid(&self) -> Result<i32> {

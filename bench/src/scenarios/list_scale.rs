@@ -86,6 +86,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     .await?;
 
     let tmux = Tmux::start()?;
+    let tmux_server = tmux.server_pid()?;
     let mut control = tmux.control("base")?;
     for i in 0..sessions {
         control.send(&format!("new-session -d -s s{i} sleep 86400"))?;
@@ -129,6 +130,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             ensure!(out?.lines().count() > sessions, "tmux listed too few");
             process_list.push(took);
         }
+        tmux.settle(tmux_server);
     }
     let setting = format!("{sessions} live sessions, {} ended rows", scale.ended_rows);
     let report = &mut ctx.report;

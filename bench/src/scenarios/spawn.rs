@@ -24,6 +24,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     let workspace = host.workspace("spawn").await?;
     let mut daemon = host.daemon().clone();
     let tmux = Tmux::start()?;
+    let tmux_server = tmux.server_pid()?;
     let [mut via_host, mut via_daemon, mut floor, mut peer] =
         std::array::from_fn(|_| Samples::default());
     for i in 0..ctx.scale.spawn_samples {
@@ -53,6 +54,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             time_blocking(|| tmux.run(&["new-session", "-d", "-s", &format!("s{i}"), "echo x"]));
         done?;
         peer.push(took);
+        tmux.settle(tmux_server);
     }
     let report = &mut ctx.report;
     report.add(
