@@ -13,6 +13,12 @@ pub fn rss_kib(pid: i32) -> u64 {
     status_field(pid, "VmRSS:").unwrap_or(0)
 }
 
+/// Its resident anonymous memory (heap, stacks), in KiB: RSS without the
+/// file pages (program and library code) it has mapped in.
+pub fn anon_rss_kib(pid: i32) -> u64 {
+    status_field(pid, "RssAnon:").unwrap_or(0)
+}
+
 /// Threads in the process.
 pub fn threads(pid: i32) -> u64 {
     status_field(pid, "Threads:").unwrap_or(0)

@@ -16,7 +16,7 @@ use crate::report::{Figure, Role, Row};
 use crate::services::{Daemon, Home, spawn_request};
 use crate::stats::{Samples, time_blocking};
 use crate::tmux::Tmux;
-use holdfast::proc_usage::{open_fds, rss_kib, threads};
+use holdfast::proc_usage::{anon_rss_kib, open_fds, rss_kib, threads};
 
 const NAME: &str = "9. leaks and stop time";
 
@@ -24,6 +24,7 @@ struct Usage {
     fds: usize,
     threads: u64,
     rss_kib: u64,
+    anon_rss_kib: u64,
     zombies: usize,
 }
 
@@ -32,6 +33,7 @@ fn usage(pid: i32) -> Usage {
         fds: open_fds(pid),
         threads: threads(pid),
         rss_kib: rss_kib(pid),
+        anon_rss_kib: anon_rss_kib(pid),
         zombies: zombie_children(pid),
     }
 }
@@ -154,7 +156,10 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             },
         )
         .target("≤ 5 %", growth <= 5.0)
-        .note(format!("{} → {} KiB", before.rss_kib, after.rss_kib)),
+        .note(format!(
+            "{} → {} KiB; of it anonymous (heap, stacks) {} → {} KiB",
+            before.rss_kib, after.rss_kib, before.anon_rss_kib, after.anon_rss_kib
+        )),
     );
     let mut stop_samples = Samples::default();
     stop_samples.push(stop);
