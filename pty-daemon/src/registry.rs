@@ -100,7 +100,7 @@ impl Registry {
     /// Starts a program on a new PTY under `session_id`, or under a fresh
     /// id when none is given.
     ///
-    /// Runs to completion even if the caller goes away: a forked child is
+    /// Runs to completion even if the caller goes away: a started child is
     /// always registered (and so reaped), never dropped half-made.
     pub async fn spawn(
         self: &Arc<Self>,
