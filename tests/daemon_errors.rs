@@ -57,6 +57,25 @@ async fn bad_input_gets_precise_statuses() {
         Code::InvalidArgument,
         "limit is 64",
     );
+    let list = |session_ids: Vec<String>, if_generation| pb::ListRequest {
+        if_generation,
+        session_ids,
+    };
+    expect_status(
+        client.list(list(vec!["../etc".into()], None)).await,
+        Code::InvalidArgument,
+        "must start with a letter or digit",
+    );
+    expect_status(
+        client.list(list(vec!["a".into(); 1001], None)).await,
+        Code::InvalidArgument,
+        "names 1001 sessions; the limit is 1000",
+    );
+    expect_status(
+        client.list(list(vec!["a".into()], Some(1))).await,
+        Code::InvalidArgument,
+        "cannot be combined with session_ids",
+    );
     expect_status(
         client
             .spawn(with(&|r| r.session_id = "a/../b".into()))

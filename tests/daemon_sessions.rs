@@ -422,6 +422,32 @@ async fn list_reports_every_session_and_the_daemon() {
 
 /// `List` "if still generation G": only offsets while nothing but output
 /// changed; the full list after a spawn, a title, a resize or an exit.
+/// `List` of named sessions returns just those, in creation order, and
+/// leaves out ids it does not hold.
+#[tokio::test]
+async fn list_of_named_sessions_returns_only_those() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(spawn(&mut client, &["sleep", "1000"]).await.session_id);
+    }
+    let listed = client
+        .list(pb::ListRequest {
+            session_ids: vec![ids[2].clone(), "not-a-session".into(), ids[0].clone()],
+            ..Default::default()
+        })
+        .await
+        .expect("list")
+        .into_inner();
+    let listed: Vec<&str> = listed
+        .sessions
+        .iter()
+        .map(|session| session.session_id.as_str())
+        .collect();
+    assert_eq!(listed, [ids[0].as_str(), ids[2].as_str()]);
+}
+
 #[tokio::test]
 async fn list_if_generation_sends_only_offsets_until_something_else_changes() {
     let daemon = Daemon::start().await;
@@ -433,7 +459,10 @@ async fn list_if_generation_sends_only_offsets_until_something_else_changes() {
         let mut client = lister.clone();
         async move {
             client
-                .list(pb::ListRequest { if_generation })
+                .list(pb::ListRequest {
+                    if_generation,
+                    ..Default::default()
+                })
                 .await
                 .expect("list")
                 .into_inner()

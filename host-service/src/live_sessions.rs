@@ -392,7 +392,10 @@ impl LiveSessionView {
         if_generation: Option<u64>,
         deadline: Duration,
     ) -> Result<Option<daemon::ListResponse>, String> {
-        let mut request = tonic::Request::new(daemon::ListRequest { if_generation });
+        let mut request = tonic::Request::new(daemon::ListRequest {
+            if_generation,
+            ..Default::default()
+        });
         // Tells the daemon to give up too; the timer below also bounds
         // connecting, which the gRPC timeout does not cover.
         request.set_timeout(deadline);

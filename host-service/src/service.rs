@@ -160,16 +160,15 @@ impl Host {
         let mut client = self.daemon.clone();
         let listed = self
             .daemon_call(
-                "listing sessions",
-                client.list(self.request(daemon::ListRequest::default())),
+                "listing the session",
+                client.list(self.request(daemon::ListRequest {
+                    session_ids: vec![row.id.clone()],
+                    ..Default::default()
+                })),
             )
             .await
             .ok()
-            .and_then(|list| {
-                list.sessions
-                    .into_iter()
-                    .find(|session| session.session_id == row.id)
-            });
+            .and_then(|list| list.sessions.into_iter().next());
         let Some(session) = listed.filter(|session| session.alive) else {
             return;
         };

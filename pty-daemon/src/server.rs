@@ -21,7 +21,7 @@ use crate::kill;
 use crate::listing::{self, ListResponse};
 use crate::peer_auth;
 use crate::registry::Registry;
-use crate::session::{Event, ExitStatus};
+use crate::session::{Event, ExitStatus, Session};
 use crate::spawn::SpawnSpec;
 use crate::validate;
 
@@ -101,10 +101,28 @@ impl PtyDaemon for DaemonService {
         &self,
         request: Request<pb::ListRequest>,
     ) -> Result<Response<ListResponse>, Status> {
+        let request = request.into_inner();
+        let named = validate::listed_ids(&request.session_ids, request.if_generation)?;
         // The generation before the state: see generation.rs.
         let generation = self.registry.generation();
         let all = self.registry.all();
-        if request.into_inner().if_generation == Some(generation) {
+        let listed = |sessions: &[Arc<Session>]| {
+            let rest = pb::ListResponse {
+                daemon: Some(self.info.clone()),
+                generation,
+                ..Default::default()
+            };
+            Response::new(listing::list_response(rest, sessions))
+        };
+        if !named.is_empty() {
+            let picked: Vec<_> = all
+                .iter()
+                .filter(|session| named.contains(session.id()))
+                .cloned()
+                .collect();
+            return Ok(listed(&picked));
+        }
+        if request.if_generation == Some(generation) {
             let output_offsets = all.iter().map(|session| session.output_offset()).collect();
             // A spawn or exit while the offsets were read: answer in full.
             if self.registry.generation() == generation {
@@ -118,12 +136,7 @@ impl PtyDaemon for DaemonService {
                 return Ok(Response::new(ListResponse::new(rest, 0)));
             }
         }
-        let rest = pb::ListResponse {
-            daemon: Some(self.info.clone()),
-            generation,
-            ..Default::default()
-        };
-        Ok(Response::new(listing::list_response(rest, &all)))
+        Ok(listed(&all))
     }
 
     async fn kill(

@@ -1,5 +1,7 @@
 //! Checks on request fields, shared by every RPC.
 
+use std::collections::HashSet;
+
 use crate::error::{Error, Result};
 
 /// Longest session id accepted.
@@ -10,6 +12,8 @@ pub const MAX_DIMENSION: u32 = 10_000;
 pub const MAX_WRITE_BYTES: usize = 1 << 20;
 /// Longest grace period before SIGKILL, in milliseconds.
 pub const MAX_GRACE_MS: u32 = 600_000;
+/// Most session ids one `List` may name.
+pub const MAX_LISTED_IDS: usize = 1000;
 
 /// A session id is 1 to 64 characters of `[A-Za-z0-9._-]` starting with a
 /// letter or digit, so it is safe in paths, logs and URLs.
@@ -32,6 +36,24 @@ pub fn session_id(id: &str) -> Result<&str> {
         )));
     }
     Ok(id)
+}
+
+/// The sessions a `List` names: at most 1,000 valid ids, and not together
+/// with `if_generation` (offsets only make sense for the whole list).
+pub fn listed_ids(ids: &[String], if_generation: Option<u64>) -> Result<HashSet<&str>> {
+    if ids.len() > MAX_LISTED_IDS {
+        return Err(Error::InvalidArgument(format!(
+            "session_ids names {} sessions; the limit is {MAX_LISTED_IDS}",
+            ids.len()
+        )));
+    }
+    if !ids.is_empty() && if_generation.is_some() {
+        return Err(Error::InvalidArgument(
+            "if_generation asks for the whole list's offsets; it cannot be combined with session_ids"
+                .into(),
+        ));
+    }
+    ids.iter().map(|id| session_id(id)).collect()
 }
 
 /// Terminal sizes are 1 to 10,000 cells each way.
