@@ -422,6 +422,74 @@ async fn list_reports_every_session_and_the_daemon() {
 
 /// `List` "if still generation G": only offsets while nothing but output
 /// changed; the full list after a spawn, a title, a resize or an exit.
+/// Full lists reuse their encoding while the generation stands: each one
+/// must still show fresh offsets, and every change once it happens.
+#[tokio::test]
+async fn full_lists_show_every_change() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let id = spawn(&mut client, &["cat"]).await.session_id;
+    let lister = client.clone();
+    let until = |what: &'static str, accept: fn(&pb::Session) -> bool| {
+        let lister = lister.clone();
+        let id = id.clone();
+        async move {
+            eventually(what, || {
+                let mut client = lister.clone();
+                let id = id.clone();
+                async move {
+                    let list = client.list(pb::ListRequest::default()).await.ok()?;
+                    let session = list
+                        .into_inner()
+                        .sessions
+                        .into_iter()
+                        .find(|s| s.session_id == id)?;
+                    accept(&session).then_some(session)
+                }
+            })
+            .await
+        }
+    };
+    let write = |data: &'static str| {
+        let mut client = lister.clone();
+        let session_id = id.clone();
+        async move {
+            client
+                .write(pb::WriteRequest {
+                    session_id,
+                    data: data.into(),
+                })
+                .await
+                .expect("write");
+        }
+    };
+    until("the session listed", |s| s.alive && s.output_offset == 0).await;
+    write("hello\n").await;
+    until("output counted", |s| s.output_offset >= 12).await;
+    write("more\n").await;
+    until("more output counted", |s| s.output_offset >= 22).await;
+    client
+        .resize(pb::ResizeRequest {
+            session_id: id.clone(),
+            cols: 132,
+            rows: 43,
+        })
+        .await
+        .expect("resize");
+    until("the new size", |s| s.cols == 132 && s.rows == 43).await;
+    write("\x1b]2;renamed\x07\n").await;
+    until("the new title", |s| s.title == "renamed").await;
+    client
+        .kill(pb::KillRequest {
+            session_id: id.clone(),
+            signal: pb::Signal::Kill.into(),
+            grace_ms: None,
+        })
+        .await
+        .expect("kill");
+    until("the exit", |s| !s.alive && s.signal.is_some()).await;
+}
+
 /// `List` of named sessions returns just those, in creation order, and
 /// leaves out ids it does not hold.
 #[tokio::test]

@@ -1,17 +1,18 @@
 //! How sessions appear in `List`, encoded. A session's fields that never
-//! change (id, pid, argv, cwd, start time) are encoded once, at spawn; a
-//! list encodes only what changes (liveness, exit, size, title, output
-//! offset) and sends each session as the two parts back to back. Protobuf
-//! reads a message's fields in any order, so this is the same `Session` on
-//! the wire, without building and dropping a thousand messages (six
-//! allocations each) per list.
+//! change (id, pid, argv, cwd, start time) are encoded once, at spawn.
+//! What changes only with the generation (liveness, exit, size, title) is
+//! encoded once per generation, for all sessions together ([`ListCache`]).
+//! A list sends each session's encoding with its output offset appended.
+//! Protobuf reads a message's fields in any order, so this is the same
+//! `Session` on the wire, without building and dropping a thousand
+//! messages (six allocations each) per list.
 //!
 //! [`ListResponse`] stands in for the generated type of that name in the
 //! daemon's server trait (see `build.rs`); clients decode it as usual.
 //! `Spawn` answers with the same parts decoded into one message, so a
 //! session is described in one place.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::SystemTime;
 
 use holdfast::preencoded::Preencoded;
@@ -26,6 +27,8 @@ use crate::session::{Changing, Session};
 const SESSIONS_TAG: u32 = 1;
 /// `Session.title`.
 const TITLE_TAG: u32 = 10;
+/// `Session.output_offset`.
+const OUTPUT_OFFSET_TAG: u32 = 13;
 
 /// The fields of a session that never change, encoded.
 pub fn encode_fixed(
@@ -50,12 +53,27 @@ pub fn encode_fixed(
 /// `session` as one message, as `Spawn` answers with it: decoded from the
 /// same parts a list sends.
 pub fn session_message(session: &Session) -> Result<pb::Session, prost::DecodeError> {
-    let mut encoded = session.listing().to_vec();
-    session.read_changing(|changing| encode_changing(changing, &mut encoded));
+    let mut encoded = Vec::new();
+    encode_head(session, &mut encoded);
+    encode_offset(session.output_offset(), &mut encoded);
     pb::Session::decode(encoded.as_slice())
 }
 
-/// Appends the fields of a session that change, encoded, to `buf`.
+/// Appends a session's encoding but for its output offset to `buf`.
+fn encode_head(session: &Session, buf: &mut Vec<u8>) {
+    buf.extend_from_slice(session.listing());
+    session.read_changing(|changing| encode_changing(changing, buf));
+}
+
+/// Appends an output offset, encoded, to `buf` (proto3 leaves a zero out).
+fn encode_offset(output_offset: u64, buf: &mut Vec<u8>) {
+    if output_offset != 0 {
+        encoding::uint64::encode(OUTPUT_OFFSET_TAG, &output_offset, buf);
+    }
+}
+
+/// Appends the fields of a session that change with the generation,
+/// encoded, to `buf`.
 fn encode_changing(changing: Changing<'_>, buf: &mut Vec<u8>) {
     let exit = changing.exit;
     // No strings or lists set: building this allocates nothing.
@@ -66,7 +84,6 @@ fn encode_changing(changing: Changing<'_>, buf: &mut Vec<u8>) {
         cols: changing.cols.into(),
         rows: changing.rows.into(),
         exited_at: exit.map(|exit| exit.at.into()),
-        output_offset: changing.output_offset,
         ..Default::default()
     }
     .encode_raw(buf);
@@ -78,20 +95,74 @@ fn encode_changing(changing: Changing<'_>, buf: &mut Vec<u8>) {
 /// `holdfast.daemon.v1.ListResponse`, with its sessions pre-encoded.
 pub type ListResponse = Preencoded<pb::ListResponse>;
 
-/// About what a session takes in a list: its fixed part, size, title and
-/// offset.
-const SESSION_BYTES: usize = 128;
+/// Sessions encoded but for their output offsets, back to back, as of one
+/// generation.
+#[derive(Debug)]
+pub struct Heads {
+    generation: u64,
+    /// The list they were made from, by address only: holding the
+    /// sessions would keep forgotten ones (and their PTYs) open.
+    made_from: Weak<[Arc<Session>]>,
+    bytes: Vec<u8>,
+    /// Where each session's encoding ends in `bytes`.
+    ends: Vec<usize>,
+}
 
-/// `rest`, with `sessions` as they are now.
-pub fn list_response(rest: pb::ListResponse, sessions: &[Arc<Session>]) -> ListResponse {
-    let mut response = ListResponse::new(rest, sessions.len() * SESSION_BYTES);
-    let mut changing = Vec::new();
-    for session in sessions {
-        changing.clear();
-        session.read_changing(|now| encode_changing(now, &mut changing));
-        response.push(SESSIONS_TAG, session.listing(), &changing);
+impl Heads {
+    /// `sessions` as they are now; `generation` read before them.
+    pub fn new(generation: u64, sessions: &Arc<[Arc<Session>]>) -> Self {
+        // About what a session takes: its fixed part, size and title.
+        let mut bytes = Vec::with_capacity(sessions.len() * 128);
+        let mut ends = Vec::with_capacity(sessions.len());
+        for session in sessions.iter() {
+            encode_head(session, &mut bytes);
+            ends.push(bytes.len());
+        }
+        Self {
+            generation,
+            made_from: Arc::downgrade(sessions),
+            bytes,
+            ends,
+        }
     }
-    response
+
+    /// `rest`, with `sessions` (those these heads were made from) and their
+    /// output offsets now.
+    pub fn response(&self, rest: pb::ListResponse, sessions: &[Arc<Session>]) -> ListResponse {
+        let mut response = ListResponse::new(rest, self.bytes.len() + 12 * self.ends.len());
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        let mut offset = Vec::with_capacity(11);
+        for ((start, &end), session) in starts.zip(&self.ends).zip(sessions) {
+            offset.clear();
+            encode_offset(session.output_offset(), &mut offset);
+            response.push(SESSIONS_TAG, &self.bytes[start..end], &offset);
+        }
+        response
+    }
+}
+
+/// The heads of the last full list, reused while the generation and the
+/// registry's list stand.
+#[derive(Debug, Default)]
+pub struct ListCache(Mutex<Option<Arc<Heads>>>);
+
+impl ListCache {
+    /// The heads of `all`, every session at `generation` (read before it).
+    pub fn full(&self, generation: u64, all: &Arc<[Arc<Session>]>) -> Arc<Heads> {
+        let mut last = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(heads) = last.as_ref().filter(|heads| {
+            heads.generation == generation
+                && std::ptr::addr_eq(heads.made_from.as_ptr(), Arc::as_ptr(all))
+        }) {
+            return Arc::clone(heads);
+        }
+        let heads = Arc::new(Heads::new(generation, all));
+        *last = Some(Arc::clone(&heads));
+        heads
+    }
 }
 
 #[cfg(test)]
@@ -117,9 +188,9 @@ mod tests {
                     title: &no_title,
                     cols: 80,
                     rows: 24,
-                    output_offset: 0,
                     exit: None,
                 },
+                0,
             ),
             (
                 "b",
@@ -128,13 +199,13 @@ mod tests {
                     title: &title,
                     cols: 200,
                     rows: 60,
-                    output_offset: 1 << 40,
                     exit: Some(ExitStatus {
                         code: Some(3),
                         signal: None,
                         at: exited_at,
                     }),
                 },
+                1 << 40,
             ),
             (
                 "c",
@@ -143,13 +214,13 @@ mod tests {
                     title: &title,
                     cols: 1,
                     rows: 1,
-                    output_offset: 7,
                     exit: Some(ExitStatus {
                         code: None,
                         signal: Some(9),
                         at: exited_at,
                     }),
                 },
+                7,
             ),
         ];
         let rest = pb::ListResponse {
@@ -163,11 +234,14 @@ mod tests {
         };
         let mut response = ListResponse::new(rest.clone(), 0);
         let mut expected = rest;
-        for (id, argv, changing) in &cases {
-            let fixed = encode_fixed(id, 1234, argv.clone(), "/tmp/here".into(), created_at);
-            let mut encoded = Vec::new();
-            encode_changing(*changing, &mut encoded);
-            response.push(SESSIONS_TAG, &fixed, &encoded);
+        for (id, argv, changing, output_offset) in &cases {
+            // As Heads lays a session out: fixed part, changing part, offset.
+            let mut head =
+                encode_fixed(id, 1234, argv.clone(), "/tmp/here".into(), created_at).to_vec();
+            encode_changing(*changing, &mut head);
+            let mut offset = Vec::new();
+            encode_offset(*output_offset, &mut offset);
+            response.push(SESSIONS_TAG, &head, &offset);
             let exit = changing.exit;
             expected.sessions.push(pb::Session {
                 session_id: (*id).to_owned(),
@@ -182,7 +256,7 @@ mod tests {
                 title: changing.title.clone(),
                 created_at: Some(created_at.into()),
                 exited_at: exit.map(|exit| exit.at.into()),
-                output_offset: changing.output_offset,
+                output_offset: *output_offset,
             });
         }
         let bytes = response.encode_to_vec();

@@ -18,10 +18,10 @@ use tonic::{Request, Response, Status};
 use crate::api::pty_daemon_server::{PtyDaemon, PtyDaemonServer};
 use crate::error::Error;
 use crate::kill;
-use crate::listing::{self, ListResponse};
+use crate::listing::{self, Heads, ListCache, ListResponse};
 use crate::peer_auth;
 use crate::registry::Registry;
-use crate::session::{Event, ExitStatus, Session};
+use crate::session::{Event, ExitStatus};
 use crate::spawn::SpawnSpec;
 use crate::validate;
 
@@ -39,6 +39,8 @@ const CONNECTION_WINDOW_BYTES: u32 = 16 << 20;
 pub struct DaemonService {
     registry: Arc<Registry>,
     info: pb::DaemonInfo,
+    /// The last full list's encoding, while its generation stands.
+    lists: ListCache,
 }
 
 impl DaemonService {
@@ -51,6 +53,7 @@ impl DaemonService {
                 version: holdfast::VERSION.to_owned(),
                 started_at: Some(started_at.into()),
             },
+            lists: ListCache::default(),
         }
     }
 }
@@ -106,37 +109,34 @@ impl PtyDaemon for DaemonService {
         // The generation before the state: see generation.rs.
         let generation = self.registry.generation();
         let all = self.registry.all();
-        let listed = |sessions: &[Arc<Session>]| {
-            let rest = pb::ListResponse {
-                daemon: Some(self.info.clone()),
-                generation,
-                ..Default::default()
-            };
-            Response::new(listing::list_response(rest, sessions))
+        let rest = || pb::ListResponse {
+            daemon: Some(self.info.clone()),
+            generation,
+            ..Default::default()
         };
         if !named.is_empty() {
-            let picked: Vec<_> = all
+            let picked: Arc<[_]> = all
                 .iter()
                 .filter(|session| named.contains(session.id()))
                 .cloned()
                 .collect();
-            return Ok(listed(&picked));
+            let heads = Heads::new(generation, &picked);
+            return Ok(Response::new(heads.response(rest(), &picked)));
         }
         if request.if_generation == Some(generation) {
             let output_offsets = all.iter().map(|session| session.output_offset()).collect();
             // A spawn or exit while the offsets were read: answer in full.
             if self.registry.generation() == generation {
                 let rest = pb::ListResponse {
-                    daemon: Some(self.info.clone()),
-                    generation,
                     unchanged: true,
                     output_offsets,
-                    ..Default::default()
+                    ..rest()
                 };
                 return Ok(Response::new(ListResponse::new(rest, 0)));
             }
         }
-        Ok(listed(&all))
+        let heads = self.lists.full(generation, &all);
+        Ok(Response::new(heads.response(rest(), &all)))
     }
 
     async fn kill(

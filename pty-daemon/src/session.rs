@@ -68,7 +68,9 @@ struct State {
     exit: Option<ExitStatus>,
 }
 
-/// What a list shows of a session that changes, read under its lock.
+/// What a list shows of a session that changes, read under its lock; all
+/// of it moves the generation (output offsets, which do not, are read
+/// apart).
 #[derive(Debug, Clone, Copy)]
 pub struct Changing<'a> {
     /// The last OSC title.
@@ -77,8 +79,6 @@ pub struct Changing<'a> {
     pub cols: u16,
     /// Terminal height.
     pub rows: u16,
-    /// Total bytes of output produced.
-    pub output_offset: u64,
     /// Set once the program has exited.
     pub exit: Option<ExitStatus>,
 }
@@ -250,7 +250,6 @@ impl Session {
             title: &state.title,
             cols: state.cols,
             rows: state.rows,
-            output_offset: state.scrollback.end_offset(),
             exit: state.exit,
         })
     }
