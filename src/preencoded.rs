@@ -7,7 +7,8 @@
 //!
 //! A service's `build.rs` maps the generated response type to a
 //! `Preencoded<generated type>` in its server trait; clients, reflection
-//! and the wire are unchanged.
+//! and the wire are unchanged. [`Heads`] keeps entries encoded but for the
+//! one field that changes on every call (both services: an output offset).
 
 use prost::Message;
 use prost::bytes::{Buf, BufMut};
@@ -39,6 +40,55 @@ impl<M> Preencoded<M> {
         encoding::encode_varint((head.len() + tail.len()) as u64, entries);
         entries.extend_from_slice(head);
         entries.extend_from_slice(tail);
+    }
+}
+
+/// Messages encoded once but for one `uint64` field that changes on every
+/// call, back to back: the heads of a response's entries.
+#[derive(Debug, Default)]
+pub struct Heads {
+    bytes: Vec<u8>,
+    /// Where each head ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+impl Heads {
+    /// Room for `count` heads of about `bytes_each`.
+    pub fn with_capacity(count: usize, bytes_each: usize) -> Self {
+        Self {
+            bytes: Vec::with_capacity(count * bytes_each),
+            ends: Vec::with_capacity(count),
+        }
+    }
+
+    /// Appends one head, as `encode` writes it.
+    pub fn push(&mut self, encode: impl FnOnce(&mut Vec<u8>)) {
+        encode(&mut self.bytes);
+        self.ends.push(self.bytes.len());
+    }
+
+    /// `rest`, with one entry of field `tag` per head: the head, then field
+    /// `tail_tag` set to the matching value of `tails` (left out when 0, as
+    /// proto3 does).
+    pub fn response<M>(
+        &self,
+        rest: M,
+        tag: u32,
+        tail_tag: u32,
+        tails: impl IntoIterator<Item = u64>,
+    ) -> Preencoded<M> {
+        // A tail is a key and a varint: at most 12 bytes.
+        let mut response = Preencoded::new(rest, self.bytes.len() + 12 * self.ends.len());
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        let mut tail = Vec::with_capacity(12);
+        for ((start, &end), value) in starts.zip(&self.ends).zip(tails) {
+            tail.clear();
+            if value != 0 {
+                encoding::uint64::encode(tail_tag, &value, &mut tail);
+            }
+            response.push(tag, &self.bytes[start..end], &tail);
+        }
+        response
     }
 }
 
@@ -117,5 +167,41 @@ mod tests {
             ..rest
         };
         assert_eq!(pb::ListResponse::decode(bytes.as_slice()), Ok(expected));
+    }
+
+    /// Heads with tails appended decode as the whole messages; a zero tail
+    /// is left out, as proto3 leaves it.
+    #[test]
+    fn heads_take_their_tails() {
+        let sessions = [
+            pb::Session {
+                session_id: "a".into(),
+                output_offset: 0,
+                ..Default::default()
+            },
+            pb::Session {
+                session_id: "b".into(),
+                title: "t".into(),
+                output_offset: 1 << 40,
+                ..Default::default()
+            },
+        ];
+        let mut heads = Heads::with_capacity(2, 16);
+        for session in &sessions {
+            let head = pb::Session {
+                output_offset: 0,
+                ..session.clone()
+            };
+            heads.push(|buf| head.encode_raw(buf));
+        }
+        let offsets = sessions.iter().map(|session| session.output_offset);
+        // `Session.output_offset` is field 13.
+        let response = heads.response(pb::ListResponse::default(), 1, 13, offsets);
+        let bytes = response.encode_to_vec();
+        let expected = pb::ListResponse {
+            sessions: sessions.to_vec(),
+            ..Default::default()
+        };
+        assert_eq!(bytes, expected.encode_to_vec());
     }
 }

@@ -15,13 +15,7 @@ async fn input_round_trips_through_cat_to_an_attacher() {
     assert!(session.alive);
     assert!(session.pid > 0);
     let mut stream = attach(&mut client, &session.session_id, None).await;
-    client
-        .write(pb::WriteRequest {
-            session_id: session.session_id.clone(),
-            data: "ping\n".into(),
-        })
-        .await
-        .expect("write");
+    write(&client, &session.session_id, "ping\n").await;
     let mut received = Received::default();
     // The terminal echoes the line, then cat prints it again.
     receive_until(&mut stream, &mut received, |r| {
@@ -98,13 +92,7 @@ async fn two_attachers_get_identical_bytes() {
     let session = spawn(&mut client, &["sh", "-c", "read go; seq 1 20000"]).await;
     let mut first = attach(&mut client, &session.session_id, None).await;
     let mut second = attach(&mut client.clone(), &session.session_id, None).await;
-    client
-        .write(pb::WriteRequest {
-            session_id: session.session_id.clone(),
-            data: "go\n".into(),
-        })
-        .await
-        .expect("write");
+    write(&client, &session.session_id, "go\n").await;
     let (a, b) = tokio::join!(receive_all(&mut first), receive_all(&mut second));
     assert!(
         a.text().ends_with("19999\r\n20000\r\n"),
@@ -121,22 +109,9 @@ async fn resize_shows_in_stty_size() {
     let daemon = Daemon::start().await;
     let mut client = daemon.client().await;
     let session = spawn(&mut client, &["sh"]).await;
-    client
-        .resize(pb::ResizeRequest {
-            session_id: session.session_id.clone(),
-            cols: 123,
-            rows: 45,
-        })
-        .await
-        .expect("resize");
+    resize(&client, &session.session_id, 123, 45).await;
     let mut stream = attach(&mut client, &session.session_id, None).await;
-    client
-        .write(pb::WriteRequest {
-            session_id: session.session_id.clone(),
-            data: "stty size; exit\n".into(),
-        })
-        .await
-        .expect("write");
+    write(&client, &session.session_id, "stty size; exit\n").await;
     let received = receive_all(&mut stream).await;
     assert!(
         received.text().contains("45 123"),
@@ -265,13 +240,7 @@ async fn programs_lead_their_terminal_with_default_signals() {
 
     // The terminal's line discipline signals its foreground group.
     let session = spawn(&mut client, &["sleep", "1000"]).await;
-    client
-        .write(pb::WriteRequest {
-            session_id: session.session_id.clone(),
-            data: "\x03".into(),
-        })
-        .await
-        .expect("write");
+    write(&client, &session.session_id, "\x03").await;
     let gone = exited(&client, &session.session_id).await;
     assert_eq!(gone.signal, Some(rustix::process::Signal::INT.as_raw()));
 }
@@ -333,13 +302,7 @@ async fn empty_argv_starts_the_login_shell_with_a_clean_environment() {
     assert_eq!(session.argv, vec!["/bin/sh".to_owned()]);
     assert_eq!(session.cwd, "/");
     let mut stream = attach(&mut client, &session.session_id, None).await;
-    client
-        .write(pb::WriteRequest {
-            session_id: session.session_id.clone(),
-            data: "echo \"0=$0 term=$TERM color=$COLORTERM var=$HOLDFAST_TEST_VAR leak=$RUST_LOG pwd=$(pwd)\"; exit\n".into(),
-        })
-        .await
-        .expect("write");
+    write(&client, &session.session_id, "echo \"0=$0 term=$TERM color=$COLORTERM var=$HOLDFAST_TEST_VAR leak=$RUST_LOG pwd=$(pwd)\"; exit\n").await;
     let received = receive_all(&mut stream).await;
     let text = received.text();
     // A login shell's $0 starts with '-'; RUST_LOG is set on the daemon only.
@@ -450,34 +413,14 @@ async fn full_lists_show_every_change() {
             .await
         }
     };
-    let write = |data: &'static str| {
-        let mut client = lister.clone();
-        let session_id = id.clone();
-        async move {
-            client
-                .write(pb::WriteRequest {
-                    session_id,
-                    data: data.into(),
-                })
-                .await
-                .expect("write");
-        }
-    };
     until("the session listed", |s| s.alive && s.output_offset == 0).await;
-    write("hello\n").await;
+    write(&client, &id, "hello\n").await;
     until("output counted", |s| s.output_offset >= 12).await;
-    write("more\n").await;
+    write(&client, &id, "more\n").await;
     until("more output counted", |s| s.output_offset >= 22).await;
-    client
-        .resize(pb::ResizeRequest {
-            session_id: id.clone(),
-            cols: 132,
-            rows: 43,
-        })
-        .await
-        .expect("resize");
+    resize(&client, &id, 132, 43).await;
     until("the new size", |s| s.cols == 132 && s.rows == 43).await;
-    write("\x1b]2;renamed\x07\n").await;
+    write(&client, &id, "\x1b]2;renamed\x07\n").await;
     until("the new title", |s| s.title == "renamed").await;
     client
         .kill(pb::KillRequest {
@@ -544,13 +487,7 @@ async fn list_if_generation_sends_only_offsets_until_something_else_changes() {
     // Output alone: unchanged, with the offset moving.
     let mut stream = attach(&mut client, &id, None).await;
     let mut received = Received::default();
-    client
-        .write(pb::WriteRequest {
-            session_id: id.clone(),
-            data: "more output\n".into(),
-        })
-        .await
-        .expect("write");
+    write(&client, &id, "more output\n").await;
     receive_text(&mut stream, &mut received, "more output\r\nmore output").await;
     let offsets = list(Some(generation)).await;
     assert!(offsets.unchanged, "{offsets:?}");
@@ -561,13 +498,7 @@ async fn list_if_generation_sends_only_offsets_until_something_else_changes() {
 
     // A title, a resize, a spawn, an exit: each answers in full.
     let mut generation = generation;
-    client
-        .write(pb::WriteRequest {
-            session_id: id.clone(),
-            data: "\x1b]2;retitled\x07\n".into(),
-        })
-        .await
-        .expect("write");
+    write(&client, &id, "\x1b]2;retitled\x07\n").await;
     receive_text(&mut stream, &mut received, "retitled").await;
     let after_title = eventually("a new generation after the title", || {
         let list = list(Some(generation));
@@ -577,14 +508,7 @@ async fn list_if_generation_sends_only_offsets_until_something_else_changes() {
     assert_eq!(after_title.sessions[0].title, "retitled");
     generation = after_title.generation;
 
-    client
-        .resize(pb::ResizeRequest {
-            session_id: id.clone(),
-            cols: 100,
-            rows: 30,
-        })
-        .await
-        .expect("resize");
+    resize(&client, &id, 100, 30).await;
     let after_resize = list(Some(generation)).await;
     assert!(!after_resize.unchanged);
     assert_eq!(after_resize.sessions[0].cols, 100);

@@ -399,27 +399,13 @@ async fn an_exit_is_recorded_and_the_session_leaves_the_list() {
         ids(&host.list(&workspace).await),
         vec![session.session_id.as_str()]
     );
-    host.terminals
-        .write_input(pb::WriteInputRequest {
-            session_id: session.session_id.clone(),
-            data: "go\n".into(),
-        })
-        .await
-        .expect("write");
+    host.write_input(&session.session_id, "go\n").await;
     host.list_until("the exited session to leave the list", &workspace, |list| {
         list.sessions.is_empty()
     })
     .await;
     // Its output can still be replayed, ending with the exit code.
-    let mut stream = host
-        .terminals
-        .attach_session(pb::AttachSessionRequest {
-            session_id: session.session_id.clone(),
-            from_offset: Some(0),
-        })
-        .await
-        .expect("attach")
-        .into_inner();
+    let mut stream = host.attach(&session.session_id, Some(0)).await;
     let mut exit = None;
     while let Some(message) = tokio::time::timeout(PATIENCE, stream.message())
         .await
@@ -462,21 +448,7 @@ async fn a_reused_list_is_fresh_in_every_field() {
 
     // Output alone: the offset moves, nothing else does.
     let before = session(&first, &talker.session_id);
-    let terminals = host.terminals.clone();
-    let write = |data: &'static str| {
-        let mut terminals = terminals.clone();
-        let session_id = talker.session_id.clone();
-        async move {
-            terminals
-                .write_input(pb::WriteInputRequest {
-                    session_id,
-                    data: data.into(),
-                })
-                .await
-                .expect("write");
-        }
-    };
-    write("hello\n").await;
+    host.write_input(&talker.session_id, "hello\n").await;
     let moved = host
         .list_until("the output offset to move", &workspace, |list| {
             session(list, &talker.session_id).output_offset > before.output_offset
@@ -496,15 +468,7 @@ async fn a_reused_list_is_fresh_in_every_field() {
     );
 
     // Attaching and detaching show at once.
-    let stream = host
-        .terminals
-        .attach_session(pb::AttachSessionRequest {
-            session_id: talker.session_id.clone(),
-            from_offset: None,
-        })
-        .await
-        .expect("attach")
-        .into_inner();
+    let stream = host.attach(&talker.session_id, None).await;
     host.list_until("the session to show attached", &workspace, |list| {
         session(list, &talker.session_id).attached
     })
@@ -516,7 +480,8 @@ async fn a_reused_list_is_fresh_in_every_field() {
     .await;
 
     // A title the program sets.
-    write("\x1b]2;renamed\x07\n").await;
+    host.write_input(&talker.session_id, "\x1b]2;renamed\x07\n")
+        .await;
     host.list_until("the new title", &workspace, |list| {
         session(list, &talker.session_id).title == "renamed"
     })
@@ -692,13 +657,7 @@ async fn a_stalled_attacher_slows_nothing_and_memory_stays_bounded() {
     while started.elapsed() < Duration::from_secs(3) {
         rounds += 1;
         let line = format!("round {rounds}\n");
-        host.terminals
-            .write_input(pb::WriteInputRequest {
-                session_id: echo.session_id.clone(),
-                data: line.clone().into(),
-            })
-            .await
-            .expect("write");
+        host.write_input(&echo.session_id, &line).await;
         receive_host_text(
             &mut echo_stream,
             &format!("round {rounds}\r\nround {rounds}"),

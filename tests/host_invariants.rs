@@ -164,16 +164,7 @@ impl World {
                 {
                     return;
                 }
-                let stream = self
-                    .host
-                    .terminals
-                    .attach_session(pb::AttachSessionRequest {
-                        session_id: m.id.clone(),
-                        from_offset: None,
-                    })
-                    .await
-                    .expect("attach")
-                    .into_inner();
+                let stream = self.host.attach(&m.id, None).await;
                 self.attached.insert(i, stream);
             }
             Step::Detach(n) => {

@@ -110,15 +110,7 @@ async fn background_sessions_survive_host_restarts_in_every_list() {
     }
 
     // Input to the restored session reaches its process (adopted on demand).
-    let mut stream = host
-        .terminals
-        .attach_session(pb::AttachSessionRequest {
-            session_id: plain.session_id.clone(),
-            from_offset: None,
-        })
-        .await
-        .expect("attach")
-        .into_inner();
+    let mut stream = host.attach(&plain.session_id, None).await;
     host.terminals
         .write_input(pb::WriteInputRequest {
             session_id: plain.session_id.clone(),

@@ -10,10 +10,9 @@
 //! in the host's server traits (see `build.rs` and `holdfast::preencoded`);
 //! clients decode it as usual.
 
-use holdfast::preencoded::Preencoded;
+use holdfast::preencoded::{Heads, Preencoded};
 use holdfast::proto::host::v1 as pb;
 use prost::Message;
-use prost::encoding;
 
 use crate::live_sessions::{LiveSession, LiveSessions, Source};
 
@@ -22,36 +21,17 @@ const SESSIONS_TAG: u32 = 1;
 /// `Session.output_offset`.
 const OUTPUT_OFFSET_TAG: u32 = 12;
 
-/// A list's sessions encoded without their output offsets, back to back.
-#[derive(Debug, Default)]
-pub struct EncodedSessions {
-    bytes: Vec<u8>,
-    /// Where each session's encoding ends in `bytes`.
-    ends: Vec<usize>,
-}
-
-impl EncodedSessions {
-    fn new(sessions: &[LiveSession]) -> Self {
-        let mut bytes = Vec::with_capacity(sessions.len() * 96);
-        let mut ends = Vec::with_capacity(sessions.len());
-        for session in sessions {
-            session_message(session, 0).encode_raw(&mut bytes);
-            ends.push(bytes.len());
-        }
-        Self { bytes, ends }
+/// A list's sessions encoded without their output offsets.
+pub fn encode_sessions(sessions: &[LiveSession]) -> Heads {
+    let mut heads = Heads::with_capacity(sessions.len(), 96);
+    for session in sessions {
+        heads.push(|buf| session_message(session, 0).encode_raw(buf));
     }
-
-    /// Each session's encoding.
-    fn iter(&self) -> impl Iterator<Item = &[u8]> {
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts
-            .zip(&self.ends)
-            .map(|(start, &end)| &self.bytes[start..end])
-    }
+    heads
 }
 
 /// `session`, as lists show it, with `output_offset`.
-pub fn session_message(session: &LiveSession, output_offset: u64) -> pb::Session {
+fn session_message(session: &LiveSession, output_offset: u64) -> pb::Session {
     pb::Session {
         session_id: session.session_id.clone(),
         workspace_id: session.workspace_id.clone(),
@@ -88,22 +68,11 @@ pub fn list_sessions_response(live: LiveSessions) -> ListSessionsResponse {
         source: source.into(),
         degraded_reason,
     };
-    let encoded = live
-        .rendered
+    let rendered = &live.rendered;
+    let heads = rendered
         .encoded
-        .get_or_init(|| EncodedSessions::new(&live.rendered.sessions));
-    let mut response =
-        ListSessionsResponse::new(rest, encoded.bytes.len() + 12 * encoded.ends.len());
-    let mut offset = Vec::with_capacity(encoding::key_len(OUTPUT_OFFSET_TAG) + 10);
-    for (fixed, &output_offset) in encoded.iter().zip(&live.output_offsets) {
-        offset.clear();
-        // proto3 leaves a zero out.
-        if output_offset != 0 {
-            encoding::uint64::encode(OUTPUT_OFFSET_TAG, &output_offset, &mut offset);
-        }
-        response.push(SESSIONS_TAG, fixed, &offset);
-    }
-    response
+        .get_or_init(|| encode_sessions(&rendered.sessions));
+    heads.response(rest, SESSIONS_TAG, OUTPUT_OFFSET_TAG, live.output_offsets)
 }
 
 #[cfg(test)]

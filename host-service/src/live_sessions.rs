@@ -15,10 +15,10 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use holdfast::daemon_client::DaemonClient;
+use holdfast::preencoded::Heads;
 use holdfast::proto::daemon::v1 as daemon;
 
 use crate::error::Result;
-use crate::listing::EncodedSessions;
 use crate::memory::{Memory, MemorySession};
 use crate::store::{self, Store};
 use crate::supervisor::DaemonHealth;
@@ -65,7 +65,7 @@ pub struct Rendered {
     slots: Vec<usize>,
     /// The sessions encoded for `ListSessions`, by the first list that
     /// needs them.
-    pub encoded: OnceLock<EncodedSessions>,
+    pub encoded: OnceLock<Heads>,
 }
 
 impl Rendered {

@@ -15,7 +15,7 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::SystemTime;
 
-use holdfast::preencoded::Preencoded;
+use holdfast::preencoded::{Heads, Preencoded};
 use holdfast::proto::daemon::v1 as pb;
 use prost::Message;
 use prost::bytes::Bytes;
@@ -53,23 +53,18 @@ pub fn encode_fixed(
 /// `session` as one message, as `Spawn` answers with it: decoded from the
 /// same parts a list sends.
 pub fn session_message(session: &Session) -> Result<pb::Session, prost::DecodeError> {
-    let mut encoded = Vec::new();
-    encode_head(session, &mut encoded);
-    encode_offset(session.output_offset(), &mut encoded);
-    pb::Session::decode(encoded.as_slice())
+    let mut head = Vec::new();
+    encode_head(session, &mut head);
+    Ok(pb::Session {
+        output_offset: session.output_offset(),
+        ..pb::Session::decode(head.as_slice())?
+    })
 }
 
 /// Appends a session's encoding but for its output offset to `buf`.
 fn encode_head(session: &Session, buf: &mut Vec<u8>) {
     buf.extend_from_slice(session.listing());
     session.read_changing(|changing| encode_changing(changing, buf));
-}
-
-/// Appends an output offset, encoded, to `buf` (proto3 leaves a zero out).
-fn encode_offset(output_offset: u64, buf: &mut Vec<u8>) {
-    if output_offset != 0 {
-        encoding::uint64::encode(OUTPUT_OFFSET_TAG, &output_offset, buf);
-    }
 }
 
 /// Appends the fields of a session that change with the generation,
@@ -95,60 +90,48 @@ fn encode_changing(changing: Changing<'_>, buf: &mut Vec<u8>) {
 /// `holdfast.daemon.v1.ListResponse`, with its sessions pre-encoded.
 pub type ListResponse = Preencoded<pb::ListResponse>;
 
-/// Sessions encoded but for their output offsets, back to back, as of one
-/// generation.
+/// Sessions encoded but for their output offsets, as of one generation.
 #[derive(Debug)]
-pub struct Heads {
+pub struct ListHeads {
     generation: u64,
     /// The list they were made from, by address only: holding the
     /// sessions would keep forgotten ones (and their PTYs) open.
     made_from: Weak<[Arc<Session>]>,
-    bytes: Vec<u8>,
-    /// Where each session's encoding ends in `bytes`.
-    ends: Vec<usize>,
+    heads: Heads,
 }
 
-impl Heads {
+impl ListHeads {
     /// `sessions` as they are now; `generation` read before them.
     pub fn new(generation: u64, sessions: &Arc<[Arc<Session>]>) -> Self {
         // About what a session takes: its fixed part, size and title.
-        let mut bytes = Vec::with_capacity(sessions.len() * 128);
-        let mut ends = Vec::with_capacity(sessions.len());
+        let mut heads = Heads::with_capacity(sessions.len(), 128);
         for session in sessions.iter() {
-            encode_head(session, &mut bytes);
-            ends.push(bytes.len());
+            heads.push(|buf| encode_head(session, buf));
         }
         Self {
             generation,
             made_from: Arc::downgrade(sessions),
-            bytes,
-            ends,
+            heads,
         }
     }
 
     /// `rest`, with `sessions` (those these heads were made from) and their
     /// output offsets now.
     pub fn response(&self, rest: pb::ListResponse, sessions: &[Arc<Session>]) -> ListResponse {
-        let mut response = ListResponse::new(rest, self.bytes.len() + 12 * self.ends.len());
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        let mut offset = Vec::with_capacity(11);
-        for ((start, &end), session) in starts.zip(&self.ends).zip(sessions) {
-            offset.clear();
-            encode_offset(session.output_offset(), &mut offset);
-            response.push(SESSIONS_TAG, &self.bytes[start..end], &offset);
-        }
-        response
+        let offsets = sessions.iter().map(|session| session.output_offset());
+        self.heads
+            .response(rest, SESSIONS_TAG, OUTPUT_OFFSET_TAG, offsets)
     }
 }
 
 /// The heads of the last full list, reused while the generation and the
 /// registry's list stand.
 #[derive(Debug, Default)]
-pub struct ListCache(Mutex<Option<Arc<Heads>>>);
+pub struct ListCache(Mutex<Option<Arc<ListHeads>>>);
 
 impl ListCache {
     /// The heads of `all`, every session at `generation` (read before it).
-    pub fn full(&self, generation: u64, all: &Arc<[Arc<Session>]>) -> Arc<Heads> {
+    pub fn full(&self, generation: u64, all: &Arc<[Arc<Session>]>) -> Arc<ListHeads> {
         let mut last = self
             .0
             .lock()
@@ -159,7 +142,7 @@ impl ListCache {
         }) {
             return Arc::clone(heads);
         }
-        let heads = Arc::new(Heads::new(generation, all));
+        let heads = Arc::new(ListHeads::new(generation, all));
         *last = Some(Arc::clone(&heads));
         heads
     }
@@ -232,16 +215,15 @@ mod tests {
             generation: 17,
             ..Default::default()
         };
-        let mut response = ListResponse::new(rest.clone(), 0);
-        let mut expected = rest;
+        let mut heads = Heads::with_capacity(cases.len(), 128);
+        let mut expected = rest.clone();
         for (id, argv, changing, output_offset) in &cases {
-            // As Heads lays a session out: fixed part, changing part, offset.
-            let mut head =
-                encode_fixed(id, 1234, argv.clone(), "/tmp/here".into(), created_at).to_vec();
-            encode_changing(*changing, &mut head);
-            let mut offset = Vec::new();
-            encode_offset(*output_offset, &mut offset);
-            response.push(SESSIONS_TAG, &head, &offset);
+            // As ListHeads lays a session out: fixed part, changing part.
+            let fixed = encode_fixed(id, 1234, argv.clone(), "/tmp/here".into(), created_at);
+            heads.push(|buf| {
+                buf.extend_from_slice(&fixed);
+                encode_changing(*changing, buf);
+            });
             let exit = changing.exit;
             expected.sessions.push(pb::Session {
                 session_id: (*id).to_owned(),
@@ -259,6 +241,8 @@ mod tests {
                 output_offset: *output_offset,
             });
         }
+        let offsets = cases.iter().map(|case| case.3);
+        let response = heads.response(rest, SESSIONS_TAG, OUTPUT_OFFSET_TAG, offsets);
         let bytes = response.encode_to_vec();
         assert_eq!(bytes.len(), response.encoded_len());
         let decoded = pb::ListResponse::decode(bytes.as_slice()).expect("decodes");

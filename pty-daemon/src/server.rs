@@ -18,7 +18,7 @@ use tonic::{Request, Response, Status};
 use crate::api::pty_daemon_server::{PtyDaemon, PtyDaemonServer};
 use crate::error::Error;
 use crate::kill;
-use crate::listing::{self, Heads, ListCache, ListResponse};
+use crate::listing::{self, ListCache, ListHeads, ListResponse};
 use crate::peer_auth;
 use crate::registry::Registry;
 use crate::session::{Event, ExitStatus};
@@ -120,7 +120,7 @@ impl PtyDaemon for DaemonService {
                 .filter(|session| named.contains(session.id()))
                 .cloned()
                 .collect();
-            let heads = Heads::new(generation, &picked);
+            let heads = ListHeads::new(generation, &picked);
             return Ok(Response::new(heads.response(rest(), &picked)));
         }
         if request.if_generation == Some(generation) {

@@ -160,6 +160,36 @@ impl HostService {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// An attach stream to a session, from `from_offset` (or the oldest
+    /// byte held); it must open.
+    pub async fn attach(
+        &self,
+        session_id: &str,
+        from_offset: Option<u64>,
+    ) -> tonic::Streaming<pb::AttachSessionResponse> {
+        self.terminals
+            .clone()
+            .attach_session(pb::AttachSessionRequest {
+                session_id: session_id.to_owned(),
+                from_offset,
+            })
+            .await
+            .expect("attach")
+            .into_inner()
+    }
+
+    /// Writes `data` to a session's input; the write must be accepted.
+    pub async fn write_input(&self, session_id: &str, data: &str) {
+        self.terminals
+            .clone()
+            .write_input(pb::WriteInputRequest {
+                session_id: session_id.to_owned(),
+                data: data.to_owned().into(),
+            })
+            .await
+            .expect("write");
+    }
+
     pub async fn create_workspace(&mut self, name: &str) -> pb::Workspace {
         self.workspaces
             .create_workspace(pb::CreateWorkspaceRequest { name: name.into() })

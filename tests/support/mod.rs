@@ -265,6 +265,31 @@ pub async fn spawn(client: &mut DaemonClient, argv: &[&str]) -> pb::Session {
         .expect("spawn returns the session")
 }
 
+/// Writes `data` to a session's input; the write must be accepted.
+pub async fn write(client: &DaemonClient, session_id: &str, data: &str) {
+    client
+        .clone()
+        .write(pb::WriteRequest {
+            session_id: session_id.to_owned(),
+            data: data.to_owned().into(),
+        })
+        .await
+        .expect("write");
+}
+
+/// Resizes a session's terminal; the resize must be accepted.
+pub async fn resize(client: &DaemonClient, session_id: &str, cols: u32, rows: u32) {
+    client
+        .clone()
+        .resize(pb::ResizeRequest {
+            session_id: session_id.to_owned(),
+            cols,
+            rows,
+        })
+        .await
+        .expect("resize");
+}
+
 /// Opens an attach stream.
 pub async fn attach(
     client: &mut DaemonClient,
