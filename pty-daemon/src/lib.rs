@@ -55,7 +55,6 @@ pub async fn run(socket: ClaimedSocket, settings: SessionSettings) -> Result<()>
     let mut interrupt = signal(SignalKind::interrupt())
         .map_err(|error| Error::io("installing the SIGINT handler", error))?;
     let registry = Arc::new(Registry::new(settings));
-    let sweeper = tokio::spawn(Arc::clone(&registry).sweep_forever());
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let service = DaemonService::new(Arc::clone(&registry), started_at);
@@ -82,7 +81,6 @@ pub async fn run(socket: ClaimedSocket, settings: SessionSettings) -> Result<()>
         tracing::warn!("connections still open at shutdown; closing them");
         server.abort();
     }
-    sweeper.abort();
     socket.remove();
     tracing::info!("pty-daemon stopped");
     Ok(())

@@ -1,9 +1,9 @@
-//! Every session the daemon holds, by id, and the sweep that forgets exited
-//! sessions once their retention period is over.
+//! Every session the daemon holds, by id, each forgotten once it has
+//! exited and its retention period is over.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use tokio::sync::broadcast;
@@ -114,7 +114,7 @@ impl Registry {
     }
 
     async fn spawn_detached(
-        &self,
+        self: Arc<Self>,
         session_id: Option<String>,
         spec: SpawnSpec,
     ) -> Result<Arc<Session>> {
@@ -136,12 +136,40 @@ impl Registry {
         });
         let mut sessions = self.sessions();
         sessions.reserved.remove(&session_id);
-        let session = started?;
+        let (session, driver) = started?;
         sessions.by_id.insert(session_id, Arc::clone(&session));
         sessions.ordered = None;
         drop(sessions);
         self.generation.bump();
+        // Spawned only now that the session is findable: with no retention
+        // it is forgotten the moment its exit is recorded.
+        let registry = Arc::downgrade(&self);
+        let retention = self.settings.exit_retention;
+        let forgotten = Arc::clone(&session);
+        tokio::spawn(async move {
+            driver.await;
+            if !retention.is_zero() {
+                tokio::time::sleep(retention).await;
+            }
+            if let Some(registry) = registry.upgrade() {
+                registry.forget(&forgotten);
+            }
+        });
         Ok(session)
+    }
+
+    /// Drops `session` from the registry, its retention over.
+    fn forget(&self, session: &Arc<Session>) {
+        let mut sessions = self.sessions();
+        let held = sessions.by_id.get(session.id());
+        if !held.is_some_and(|held| Arc::ptr_eq(held, session)) {
+            return;
+        }
+        sessions.by_id.remove(session.id());
+        sessions.ordered = None;
+        drop(sessions);
+        self.generation.bump();
+        tracing::debug!(session_id = %session.id(), "forgot an exited session past its retention");
     }
 
     fn reserve(&self, session_id: Option<String>) -> Result<String> {
@@ -157,43 +185,6 @@ impl Registry {
         };
         sessions.reserved.insert(session_id.clone());
         Ok(session_id)
-    }
-
-    /// Forgets sessions that exited longer ago than the retention period.
-    pub fn sweep_exited(&self, now: SystemTime) -> usize {
-        let retention = self.settings.exit_retention;
-        let mut sessions = self.sessions();
-        let before = sessions.by_id.len();
-        sessions
-            .by_id
-            .retain(|_, session| match session.exit_status() {
-                Some(exit) => now.duration_since(exit.at).unwrap_or_default() < retention,
-                None => true,
-            });
-        let dropped = before - sessions.by_id.len();
-        if dropped > 0 {
-            sessions.ordered = None;
-        }
-        drop(sessions);
-        if dropped > 0 {
-            self.generation.bump();
-        }
-        dropped
-    }
-
-    /// Runs [`Registry::sweep_exited`] periodically, forever.
-    pub async fn sweep_forever(self: Arc<Self>) {
-        let period = (self.settings.exit_retention / 10)
-            .clamp(Duration::from_millis(100), Duration::from_secs(30));
-        let mut ticker = tokio::time::interval(period);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticker.tick().await;
-            let dropped = self.sweep_exited(SystemTime::now());
-            if dropped > 0 {
-                tracing::debug!(dropped, "forgot exited sessions past their retention");
-            }
-        }
     }
 }
 

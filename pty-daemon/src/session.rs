@@ -138,8 +138,10 @@ pub struct Session {
 }
 
 impl Session {
-    /// Wraps a freshly spawned program and starts the task that reads its
-    /// output and reaps it. Must run inside the tokio runtime.
+    /// Wraps a freshly spawned program. The returned future reads its
+    /// output and reaps it, resolving once the exit is recorded; the caller
+    /// spawns it (after making the session findable, so whatever follows
+    /// the exit finds it). Must run inside the tokio runtime.
     pub fn start(
         id: String,
         spawned: Spawned,
@@ -148,7 +150,7 @@ impl Session {
         scrollback_bytes: usize,
         exits: broadcast::Sender<ExitNotice>,
         generation: Generation,
-    ) -> Result<Arc<Self>> {
+    ) -> Result<(Arc<Self>, impl Future<Output = ()> + Send + 'static)> {
         let master = register(spawned.master, Interest::READABLE | Interest::WRITABLE)
             .map_err(|error| Error::io("registering the PTY master", error))?;
         let pidfd = register(spawned.pidfd, Interest::READABLE)
@@ -182,8 +184,8 @@ impl Session {
             generation,
             exited_at_boot: std::sync::OnceLock::new(),
         });
-        tokio::spawn(Arc::clone(&session).drive(pidfd, exits));
-        Ok(session)
+        let driver = Arc::clone(&session).drive(pidfd, exits);
+        Ok((session, driver))
     }
 
     /// The session's id.
