@@ -450,16 +450,19 @@ impl TerminalService for Host {
     ) -> Result<Response<AttachStream>, Status> {
         let request = request.into_inner();
         let session_id = validate::id("session_id", &request.session_id)?.to_owned();
-        let restored = self.usable(&session_id).await?;
         let mut client = self.streams.clone();
         let attach = daemon::AttachRequest {
             session_id: session_id.clone(),
             from_offset: request.from_offset,
         };
         // Only opening the stream is bounded; the stream itself is not.
-        let events = self
-            .daemon_call("attach", client.attach(Request::new(attach)))
-            .await?;
+        let open = self.daemon_call("attach", client.attach(Request::new(attach)));
+        // A session that is not in memory (restored after a restart, or
+        // exited) has its row read while the stream opens: opening one
+        // changes nothing, so a refusal has nothing to undo but to drop it.
+        let (restored, events) = tokio::join!(self.usable(&session_id), open);
+        let restored = restored?;
+        let events = events?;
         if let Some(row) = restored {
             self.adopt(row).await;
         }
