@@ -225,6 +225,37 @@ async fn attach_replays_forwards_keys_follows_resizes_and_detaches() {
     receive_host_text(&mut screen, "session exited with code 0").await;
 }
 
+/// `holdfast new --attach` in a terminal: the program starts at the
+/// terminal's size, its output shows from the first byte, keys reach it,
+/// and its exit ends the command.
+#[tokio::test]
+async fn new_attach_starts_a_session_in_this_terminal() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("terminal").await.workspace_id;
+    let cli = binary("holdfast");
+    let program = "stty size; read line; echo got:$line; exit 3";
+    let argv = [
+        cli.to_str().expect("utf-8 path"),
+        "--addr",
+        &host.address,
+        "new",
+        "--attach",
+        "--",
+        "sh",
+        "-c",
+        program,
+    ];
+    let mut request = session_request(&workspace, &argv);
+    (request.cols, request.rows) = (91, 17);
+    let terminal = host.create_session(request).await;
+    let mut screen = host.attach(&terminal.session_id, None).await;
+    receive_host_text(&mut screen, "17 91\r\n").await;
+    host.write_input(&terminal.session_id, "typed\r").await;
+    let shown = receive_host_text(&mut screen, "session exited with code 3").await;
+    assert!(shown.contains("got:typed"), "{shown:?}");
+}
+
 #[tokio::test]
 async fn status_shows_both_services_their_versions_and_paths() {
     let home = HostHome::new();

@@ -177,6 +177,129 @@ fn uuid_like() -> String {
     "00000000-0000-4000-8000-000000000000".into()
 }
 
+/// Reads a `StartSession` stream until its output holds `needle`,
+/// checking that output comes in order from the first byte; returns the
+/// exit if the stream ends with one first.
+async fn start_output_until(
+    stream: &mut tonic::Streaming<pb::StartSessionResponse>,
+    text: &mut Vec<u8>,
+    needle: &str,
+) -> Option<pb::Exited> {
+    use pb::attach_session_response::Event as Attached;
+    use pb::start_session_response::Event;
+    while !String::from_utf8_lossy(text).contains(needle) {
+        let message = tokio::time::timeout(PATIENCE, stream.message())
+            .await
+            .expect("output in time")
+            .expect("stream")?;
+        match message.event {
+            Some(Event::Attach(pb::AttachSessionResponse {
+                event: Some(Attached::Output(output)),
+            })) => {
+                assert_eq!(output.offset, text.len() as u64, "output in order");
+                text.extend_from_slice(&output.data);
+            }
+            Some(Event::Attach(pb::AttachSessionResponse {
+                event: Some(Attached::Exited(exited)),
+            })) => return Some(exited),
+            Some(Event::Started(session)) => panic!("started twice: {session:?}"),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// StartSession: the session first, then its output from the first byte;
+/// attached while the stream is open and still running once it closes;
+/// the exit ends the stream; refused as CreateSession is.
+#[tokio::test]
+async fn start_session_streams_a_new_session_from_its_first_byte() {
+    use pb::start_session_response::Event;
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("start").await.workspace_id;
+    let terminals = host.terminals.clone();
+    let start = |argv: &[&str]| {
+        let mut terminals = terminals.clone();
+        let request = pb::StartSessionRequest {
+            create: Some(session_request(&workspace, argv)),
+        };
+        async move {
+            let mut stream = terminals
+                .start_session(request)
+                .await
+                .expect("start")
+                .into_inner();
+            let first = stream.message().await.expect("stream").expect("a message");
+            let Some(Event::Started(session)) = first.event else {
+                panic!("the first message must be the session, got {first:?}");
+            };
+            (session, stream)
+        }
+    };
+
+    let (session, mut stream) = start(&[
+        "sh",
+        "-c",
+        "echo first; read line; echo got:$line; exec sleep 600",
+    ])
+    .await;
+    assert!(session.attached && session.alive, "{session:?}");
+    let mut text = Vec::new();
+    assert!(
+        start_output_until(&mut stream, &mut text, "first")
+            .await
+            .is_none()
+    );
+    let listed = host.list(&workspace).await;
+    assert_eq!(ids(&listed), vec![session.session_id.as_str()]);
+    assert!(listed.sessions[0].attached, "attached while streamed");
+    host.write_input(&session.session_id, "x\n").await;
+    start_output_until(&mut stream, &mut text, "got:x").await;
+    drop(stream);
+    host.list_until(
+        "the session to be detached and running",
+        &workspace,
+        |list| {
+            list.sessions.iter().any(|listed| {
+                listed.session_id == session.session_id && listed.alive && !listed.attached
+            })
+        },
+    )
+    .await;
+
+    let (quick, mut stream) = start(&["sh", "-c", "echo bye; exit 3"]).await;
+    let exited = start_output_until(&mut stream, &mut Vec::new(), "never printed").await;
+    assert_eq!(exited.expect("the exit").exit_code, Some(3), "{quick:?}");
+    assert!(
+        stream.message().await.expect("stream").is_none(),
+        "the exit is last"
+    );
+
+    let start_of = |create: Option<pb::CreateSessionRequest>| pb::StartSessionRequest { create };
+    expect_status(
+        host.terminals.start_session(start_of(None)).await,
+        Code::InvalidArgument,
+        "create is required",
+    );
+    expect_status(
+        host.terminals
+            .start_session(start_of(Some(session_request(&uuid_like(), &["true"]))))
+            .await,
+        Code::NotFound,
+        "workspace",
+    );
+    let mut oversized = session_request(&workspace, &["true"]);
+    oversized.cols = 10_001;
+    expect_status(
+        host.terminals
+            .start_session(start_of(Some(oversized)))
+            .await,
+        Code::InvalidArgument,
+        "cols",
+    );
+}
+
 #[tokio::test]
 async fn dispose_stamps_once_kills_and_hides_for_good() {
     let home = HostHome::new();

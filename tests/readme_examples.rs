@@ -87,6 +87,8 @@ async fn the_readme_grpcurl_and_buf_curl_examples_work_as_written() {
                 "\"count\": 1",
                 "\"exitCode\": 0",
                 "\"disposeRequestedAt\"",
+                "\"started\": {",
+                "aW4gb25lIGNhbGwNCg==",
             ],
         ),
         (

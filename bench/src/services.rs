@@ -223,6 +223,25 @@ impl Host {
         reply.session.context("no session")
     }
 
+    /// Starts a session and streams it in one call (`StartSession`).
+    pub async fn start(
+        &mut self,
+        workspace_id: &str,
+        argv: &[&str],
+    ) -> Result<tonic::Streaming<pb::StartSessionResponse>> {
+        let request = pb::CreateSessionRequest {
+            workspace_id: workspace_id.into(),
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            cols: 80,
+            rows: 24,
+            ..Default::default()
+        };
+        let request = pb::StartSessionRequest {
+            create: Some(request),
+        };
+        Ok(self.terminals.start_session(request).await?.into_inner())
+    }
+
     /// Creates `count` sessions, eight requests in flight at a time.
     pub async fn create_many(
         &mut self,

@@ -41,6 +41,16 @@ impl AttachEvent for host_pb::AttachSessionResponse {
     }
 }
 
+impl AttachEvent for host_pb::StartSessionResponse {
+    fn event(&self) -> Event<'_> {
+        use host_pb::start_session_response::Event as E;
+        match &self.event {
+            Some(E::Attach(event)) => event.event(),
+            _ => Event::Other,
+        }
+    }
+}
+
 /// Waits for the first output bytes.
 pub async fn first_output<T: AttachEvent>(stream: &mut Streaming<T>) -> Result<()> {
     while let Some(message) = stream.message().await? {

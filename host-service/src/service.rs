@@ -17,7 +17,7 @@ use crate::api::workspace_service_server::WorkspaceService;
 use crate::error::{Error, Result};
 use crate::listing::{self, ListSessionsResponse, source_to_proto};
 use crate::live_sessions::{LiveSessionView, LiveSessions};
-use crate::memory::{Memory, MemorySession};
+use crate::memory::{AttachGuard, Memory, MemorySession};
 use crate::store::{self, Insert, SessionRow, Status as RowStatus, Store, WorkspaceRow};
 use crate::validate;
 use crate::workspaces::KnownWorkspaces;
@@ -190,6 +190,152 @@ impl Host {
             session_id: row.id,
         });
     }
+
+    /// Records and starts a session (`CreateSession`); when `attached`, it
+    /// counts as attached from the start and is returned with the guard
+    /// that keeps it so.
+    async fn create(
+        &self,
+        request: pb::CreateSessionRequest,
+        attached: bool,
+    ) -> Result<(pb::Session, Option<AttachGuard>)> {
+        let workspace_id = validate::id("workspace_id", &request.workspace_id)?.to_owned();
+        let cols = if request.cols == 0 {
+            DEFAULT_SIZE.0
+        } else {
+            request.cols
+        };
+        let rows = if request.rows == 0 {
+            DEFAULT_SIZE.1
+        } else {
+            request.rows
+        };
+        validate::size(cols, rows)?;
+        let title = request.title.unwrap_or_default();
+        validate::text("title", &title, false)?;
+        let listed = request.listed.unwrap_or(true);
+
+        let session_id = uuid::Uuid::new_v4().to_string();
+        let created_at = SystemTime::now();
+        let row = SessionRow {
+            id: session_id.clone(),
+            workspace_id: workspace_id.clone(),
+            status: "active".into(),
+            listed,
+            title: title.clone(),
+            argv: serde_json::to_string(&request.argv).unwrap_or_else(|_| "[]".into()),
+            cwd: request.cwd.clone(),
+            created_at: store::micros(created_at),
+            last_attached_at: attached.then(|| store::micros(created_at)),
+            ended_at: None,
+            exit_code: None,
+            exit_signal: None,
+            dispose_requested_at: None,
+        };
+        // The reaper leaves the session alone until it is registered.
+        self.memory.begin_create(&session_id);
+        let spawn = daemon::SpawnRequest {
+            session_id: session_id.clone(),
+            argv: request.argv,
+            cwd: request.cwd,
+            env: request.env,
+            cols,
+            rows,
+        };
+        let (recorded, spawned) = if self.workspaces.was_open(&workspace_id) {
+            // The program starts while its row is written. Should the
+            // workspace have closed meanwhile, the insert refuses and the
+            // program is ended before anything is acknowledged.
+            tokio::join!(self.record(row), self.start(spawn))
+        } else {
+            // Not known open: the row first, so a refused create never
+            // runs its program.
+            if let Err(refused) = self.record(row).await {
+                self.memory.finish_create(&session_id, None);
+                return Err(refused);
+            }
+            (Ok(()), self.start(spawn).await)
+        };
+        let spawned = match (recorded, spawned) {
+            (Ok(()), Ok(spawned)) => spawned,
+            (Ok(()), Err(error)) => {
+                // It never ran: nothing was acknowledged, so the row goes.
+                if let Err(store_error) = self.store.delete_session(&session_id).await {
+                    tracing::error!(%session_id, %store_error, "removing the row of a failed spawn failed; the reaper will settle it");
+                }
+                self.memory.finish_create(&session_id, None);
+                return Err(error);
+            }
+            (Err(refused), spawned) => {
+                if spawned.is_ok() {
+                    self.end_unregistered(&session_id).await;
+                }
+                self.memory.finish_create(&session_id, None);
+                return Err(refused);
+            }
+        };
+        let registered = self.memory.finish_create(
+            &session_id,
+            spawned.alive.then(|| MemorySession {
+                session_id: session_id.clone(),
+                workspace_id: workspace_id.clone(),
+                listed,
+                title: title.clone(),
+                pid: spawned.pid,
+                cols,
+                rows,
+                created_at,
+                attachments: 0,
+                exit: None,
+            }),
+        );
+        if !registered {
+            // Its workspace was closed (or it was disposed) while it was
+            // starting: it never becomes visible; the row's stamp makes the
+            // reaper's kill stick if this one fails.
+            self.end_unregistered(&session_id).await;
+            return Err(Error::WorkspaceClosed(workspace_id));
+        }
+        // Before anything is acknowledged: a list never shows it detached.
+        let guard = attached.then(|| self.memory.attach(&session_id));
+        tracing::info!(%session_id, %workspace_id, pid = spawned.pid, listed, attached, "session created");
+        let session = pb::Session {
+            session_id,
+            workspace_id,
+            title: if spawned.title.is_empty() {
+                title
+            } else {
+                spawned.title
+            },
+            attached,
+            alive: spawned.alive,
+            exit_code: spawned.exit_code,
+            signal: spawned.signal,
+            pid: spawned.pid,
+            cols,
+            rows,
+            created_at: timestamp(created_at),
+            output_offset: spawned.output_offset,
+        };
+        Ok((session, guard))
+    }
+
+    /// Relays a daemon attach stream as the host's, the session counted as
+    /// attached (by `guard`) until the stream is dropped.
+    fn relay(
+        &self,
+        session_id: String,
+        events: tonic::Streaming<daemon::AttachResponse>,
+        guard: AttachGuard,
+    ) -> impl Stream<Item = Result<pb::AttachSessionResponse, Status>> + Send + 'static {
+        let memory = Arc::clone(&self.memory);
+        events.map(move |event| {
+            // The guard lives as long as the stream: attached until dropped.
+            let _attached = &guard;
+            let event = event.map_err(|status| Status::from(Error::from_daemon(status)))?;
+            Ok(event_to_proto(&memory, &session_id, event))
+        })
+    }
 }
 
 fn timestamp(time: SystemTime) -> Option<prost_types::Timestamp> {
@@ -285,131 +431,64 @@ impl WorkspaceService for Host {
 pub type AttachStream =
     Pin<Box<dyn Stream<Item = Result<pb::AttachSessionResponse, Status>> + Send>>;
 
+/// The stream type of `StartSession`.
+pub type StartStream = Pin<Box<dyn Stream<Item = Result<pb::StartSessionResponse, Status>> + Send>>;
+
 #[tonic::async_trait]
 impl TerminalService for Host {
     async fn create_session(
         &self,
         request: Request<pb::CreateSessionRequest>,
     ) -> Result<Response<pb::CreateSessionResponse>, Status> {
-        let request = request.into_inner();
-        let workspace_id = validate::id("workspace_id", &request.workspace_id)?.to_owned();
-        let cols = if request.cols == 0 {
-            DEFAULT_SIZE.0
-        } else {
-            request.cols
-        };
-        let rows = if request.rows == 0 {
-            DEFAULT_SIZE.1
-        } else {
-            request.rows
-        };
-        validate::size(cols, rows)?;
-        let title = request.title.unwrap_or_default();
-        validate::text("title", &title, false)?;
-        let listed = request.listed.unwrap_or(true);
-
-        let session_id = uuid::Uuid::new_v4().to_string();
-        let created_at = SystemTime::now();
-        let row = SessionRow {
-            id: session_id.clone(),
-            workspace_id: workspace_id.clone(),
-            status: "active".into(),
-            listed,
-            title: title.clone(),
-            argv: serde_json::to_string(&request.argv).unwrap_or_else(|_| "[]".into()),
-            cwd: request.cwd.clone(),
-            created_at: store::micros(created_at),
-            last_attached_at: None,
-            ended_at: None,
-            exit_code: None,
-            exit_signal: None,
-            dispose_requested_at: None,
-        };
-        // The reaper leaves the session alone until it is registered.
-        self.memory.begin_create(&session_id);
-        let spawn = daemon::SpawnRequest {
-            session_id: session_id.clone(),
-            argv: request.argv,
-            cwd: request.cwd,
-            env: request.env,
-            cols,
-            rows,
-        };
-        let (recorded, spawned) = if self.workspaces.was_open(&workspace_id) {
-            // The program starts while its row is written. Should the
-            // workspace have closed meanwhile, the insert refuses and the
-            // program is ended before anything is acknowledged.
-            tokio::join!(self.record(row), self.start(spawn))
-        } else {
-            // Not known open: the row first, so a refused create never
-            // runs its program.
-            if let Err(refused) = self.record(row).await {
-                self.memory.finish_create(&session_id, None);
-                return Err(refused.into());
-            }
-            (Ok(()), self.start(spawn).await)
-        };
-        let spawned = match (recorded, spawned) {
-            (Ok(()), Ok(spawned)) => spawned,
-            (Ok(()), Err(error)) => {
-                // It never ran: nothing was acknowledged, so the row goes.
-                if let Err(store_error) = self.store.delete_session(&session_id).await {
-                    tracing::error!(%session_id, %store_error, "removing the row of a failed spawn failed; the reaper will settle it");
-                }
-                self.memory.finish_create(&session_id, None);
-                return Err(error.into());
-            }
-            (Err(refused), spawned) => {
-                if spawned.is_ok() {
-                    self.end_unregistered(&session_id).await;
-                }
-                self.memory.finish_create(&session_id, None);
-                return Err(refused.into());
-            }
-        };
-        let registered = self.memory.finish_create(
-            &session_id,
-            spawned.alive.then(|| MemorySession {
-                session_id: session_id.clone(),
-                workspace_id: workspace_id.clone(),
-                listed,
-                title: title.clone(),
-                pid: spawned.pid,
-                cols,
-                rows,
-                created_at,
-                attachments: 0,
-                exit: None,
-            }),
-        );
-        if !registered {
-            // Its workspace was closed (or it was disposed) while it was
-            // starting: it never becomes visible; the row's stamp makes the
-            // reaper's kill stick if this one fails.
-            self.end_unregistered(&session_id).await;
-            return Err(Error::WorkspaceClosed(workspace_id).into());
-        }
-        tracing::info!(%session_id, %workspace_id, pid = spawned.pid, listed, "session created");
+        let (session, _) = self.create(request.into_inner(), false).await?;
         Ok(Response::new(pb::CreateSessionResponse {
-            session: Some(pb::Session {
-                session_id,
-                workspace_id,
-                title: if spawned.title.is_empty() {
-                    title
-                } else {
-                    spawned.title
-                },
-                attached: false,
-                alive: spawned.alive,
-                exit_code: spawned.exit_code,
-                signal: spawned.signal,
-                pid: spawned.pid,
-                cols,
-                rows,
-                created_at: timestamp(created_at),
-                output_offset: spawned.output_offset,
-            }),
+            session: Some(session),
         }))
+    }
+
+    type StartSessionStream = StartStream;
+
+    async fn start_session(
+        &self,
+        request: Request<pb::StartSessionRequest>,
+    ) -> Result<Response<StartStream>, Status> {
+        use pb::start_session_response::Event;
+        let create = request
+            .into_inner()
+            .create
+            .ok_or_else(|| Error::InvalidArgument("create is required".into()))?;
+        let (session, guard) = self.create(create, true).await?;
+        let session_id = session.session_id.clone();
+        let guard = guard.unwrap_or_else(|| self.memory.attach(&session_id));
+        let started = pb::StartSessionResponse {
+            event: Some(Event::Started(session)),
+        };
+        let mut client = self.streams.clone();
+        let attach = daemon::AttachRequest {
+            session_id: session_id.clone(),
+            from_offset: Some(0),
+        };
+        // The session runs whatever happens next, so the client learns of
+        // it first; a stream that cannot open ends with the error.
+        let rest = match self
+            .daemon_call("attach", client.attach(Request::new(attach)))
+            .await
+        {
+            Ok(events) => self
+                .relay(session_id, events, guard)
+                .map(|event| {
+                    event.map(|attach| pb::StartSessionResponse {
+                        event: Some(Event::Attach(attach)),
+                    })
+                })
+                .left_stream(),
+            Err(error) => {
+                tracing::warn!(%session_id, %error, "started a session but could not stream it");
+                futures_util::stream::once(async move { Err(Status::from(error)) }).right_stream()
+            }
+        };
+        let stream = futures_util::stream::once(async { Ok(started) }).chain(rest);
+        Ok(Response::new(Box::pin(stream)))
     }
 
     async fn list_sessions(
@@ -477,14 +556,9 @@ impl TerminalService for Host {
                 tracing::warn!(session_id = %touched, %error, "recording the attach failed");
             }
         });
-        let memory = Arc::clone(&self.memory);
-        let stream = events.map(move |event| {
-            // The guard lives as long as the stream: attached until dropped.
-            let _attached = &guard;
-            let event = event.map_err(|status| Status::from(Error::from_daemon(status)))?;
-            Ok(event_to_proto(&memory, &session_id, event))
-        });
-        Ok(Response::new(Box::pin(stream)))
+        Ok(Response::new(Box::pin(
+            self.relay(session_id, events, guard),
+        )))
     }
 
     async fn write_input(

@@ -6,6 +6,7 @@
 use std::io::{IsTerminal, Write};
 
 use anyhow::Context;
+use futures_util::{Stream, StreamExt};
 use holdfast::proto::host::v1 as pb;
 use rustix::termios::{OptionalActions, Termios};
 use tokio::io::AsyncReadExt;
@@ -53,7 +54,7 @@ enum Ending {
 /// Attaches to `session_id` until it exits or the user detaches; returns
 /// the exit status for the process.
 pub async fn attach(clients: &mut Clients, session_id: String) -> anyhow::Result<u8> {
-    let mut stream = clients
+    let stream = clients
         .terminals
         .attach_session(pb::AttachSessionRequest {
             session_id: session_id.clone(),
@@ -66,6 +67,53 @@ pub async fn attach(clients: &mut Clients, session_id: String) -> anyhow::Result
     if raw.is_some() {
         resize_to_terminal(clients, &session_id).await;
     }
+    relay(clients, session_id, raw, stream).await
+}
+
+/// Starts a session sized to this terminal and attaches to it, in one call
+/// (`StartSession`), as `tmux new-session` does.
+pub async fn start(
+    clients: &mut Clients,
+    mut request: pb::CreateSessionRequest,
+) -> anyhow::Result<u8> {
+    use pb::start_session_response::Event;
+    if let Some((cols, rows)) = terminal_size() {
+        (request.cols, request.rows) = (cols, rows);
+    }
+    let mut stream = clients
+        .terminals
+        .start_session(pb::StartSessionRequest {
+            create: Some(request),
+        })
+        .await
+        .map_err(refused)?
+        .into_inner();
+    let started = stream.message().await.map_err(refused)?;
+    let Some(Event::Started(session)) = started.and_then(|message| message.event) else {
+        anyhow::bail!("the host-service did not say which session it started");
+    };
+    let raw = RawMode::enter()?;
+    let events = stream.filter_map(|message| async move {
+        match message {
+            Ok(pb::StartSessionResponse {
+                event: Some(Event::Attach(event)),
+            }) => Some(Ok(event)),
+            Ok(_) => None,
+            Err(status) => Some(Err(status)),
+        }
+    });
+    relay(clients, session.session_id, raw, events).await
+}
+
+/// Shows `events` on this terminal and sends it keystrokes until the
+/// session exits or the user detaches.
+async fn relay(
+    clients: &mut Clients,
+    session_id: String,
+    raw: Option<RawMode>,
+    events: impl Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>>,
+) -> anyhow::Result<u8> {
+    let mut stream = std::pin::pin!(events);
     let mut window_changes = signal(SignalKind::window_change()).context("watching SIGWINCH")?;
     let mut terminate = signal(SignalKind::terminate()).context("watching SIGTERM")?;
     let mut hangup = signal(SignalKind::hangup()).context("watching SIGHUP")?;
@@ -74,7 +122,7 @@ pub async fn attach(clients: &mut Clients, session_id: String) -> anyhow::Result
     let mut keys = [0u8; 4096];
     let ending = loop {
         tokio::select! {
-            message = stream.message() => match message {
+            message = stream.next() => match message.transpose() {
                 Ok(Some(message)) => match message.event {
                     Some(pb::attach_session_response::Event::Output(output)) => {
                         stdout.write_all(&output.data)?;
@@ -141,20 +189,23 @@ pub async fn attach(clients: &mut Clients, session_id: String) -> anyhow::Result
     })
 }
 
+/// This terminal's size as (cols, rows), when it has one.
+fn terminal_size() -> Option<(u32, u32)> {
+    let size = rustix::termios::tcgetwinsize(std::io::stdout()).ok()?;
+    (size.ws_col != 0 && size.ws_row != 0).then(|| (size.ws_col.into(), size.ws_row.into()))
+}
+
 /// Gives the session this terminal's size.
 async fn resize_to_terminal(clients: &mut Clients, session_id: &str) {
-    let Ok(size) = rustix::termios::tcgetwinsize(std::io::stdout()) else {
+    let Some((cols, rows)) = terminal_size() else {
         return;
     };
-    if size.ws_col == 0 || size.ws_row == 0 {
-        return;
-    }
     let _ = clients
         .terminals
         .resize_session(pb::ResizeSessionRequest {
             session_id: session_id.to_owned(),
-            cols: size.ws_col.into(),
-            rows: size.ws_row.into(),
+            cols,
+            rows,
         })
         .await;
 }

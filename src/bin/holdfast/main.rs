@@ -53,6 +53,10 @@ enum Command {
         /// Keep it out of lists (e.g. a teardown runner).
         #[arg(long)]
         hidden: bool,
+        /// Attach this terminal to it at once, from its first byte, as
+        /// `holdfast attach` does (one call: `StartSession`).
+        #[arg(long, short)]
+        attach: bool,
         /// The command and its arguments.
         #[arg(last = true)]
         command: Vec<String>,
@@ -227,22 +231,27 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             workspace,
             title,
             hidden,
+            attach,
             command,
         } => {
             let workspace_id =
                 workspace_or_default(&mut clients, workspace.as_deref(), true).await?;
+            let request = pb::CreateSessionRequest {
+                workspace_id,
+                argv: command,
+                cwd: std::env::current_dir()
+                    .map(|dir| dir.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                title,
+                listed: Some(!hidden),
+                ..Default::default()
+            };
+            if attach {
+                return attach::start(&mut clients, request).await;
+            }
             let session = clients
                 .terminals
-                .create_session(pb::CreateSessionRequest {
-                    workspace_id,
-                    argv: command,
-                    cwd: std::env::current_dir()
-                        .map(|dir| dir.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                    title,
-                    listed: Some(!hidden),
-                    ..Default::default()
-                })
+                .create_session(request)
                 .await
                 .map_err(refused)?
                 .into_inner()
