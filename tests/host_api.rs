@@ -179,7 +179,7 @@ fn uuid_like() -> String {
 
 /// Reads a `StartSession` stream until its output holds `needle`,
 /// checking that output comes in order from the first byte; returns the
-/// exit if the stream ends with one first.
+/// exit instead if it comes first. The stream must not end before either.
 async fn start_output_until(
     stream: &mut tonic::Streaming<pb::StartSessionResponse>,
     text: &mut Vec<u8>,
@@ -191,7 +191,8 @@ async fn start_output_until(
         let message = tokio::time::timeout(PATIENCE, stream.message())
             .await
             .expect("output in time")
-            .expect("stream")?;
+            .expect("stream")
+            .unwrap_or_else(|| panic!("the stream ended before {needle:?} or an exit"));
         match message.event {
             Some(Event::Attach(pb::AttachSessionResponse {
                 event: Some(Attached::Output(output)),
@@ -255,7 +256,11 @@ async fn start_session_streams_a_new_session_from_its_first_byte() {
     assert_eq!(ids(&listed), vec![session.session_id.as_str()]);
     assert!(listed.sessions[0].attached, "attached while streamed");
     host.write_input(&session.session_id, "x\n").await;
-    start_output_until(&mut stream, &mut text, "got:x").await;
+    assert!(
+        start_output_until(&mut stream, &mut text, "got:x")
+            .await
+            .is_none()
+    );
     drop(stream);
     host.list_until(
         "the session to be detached and running",
@@ -269,7 +274,9 @@ async fn start_session_streams_a_new_session_from_its_first_byte() {
     .await;
 
     let (quick, mut stream) = start(&["sh", "-c", "echo bye; exit 3"]).await;
-    let exited = start_output_until(&mut stream, &mut Vec::new(), "never printed").await;
+    let mut text = Vec::new();
+    let exited = start_output_until(&mut stream, &mut text, "never printed").await;
+    assert_eq!(text, b"bye\r\n", "all of its output, from the first byte");
     assert_eq!(exited.expect("the exit").exit_code, Some(3), "{quick:?}");
     assert!(
         stream.message().await.expect("stream").is_none(),

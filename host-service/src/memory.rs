@@ -199,6 +199,13 @@ impl Memory {
         if let Some(session) = self.inner().sessions_mut().get_mut(session_id) {
             session.attachments += 1;
         }
+        self.attachment(session_id)
+    }
+
+    /// Takes over an attachment already counted: that of a session
+    /// registered attached by the stream that started it. Dropping the
+    /// guard ends it.
+    pub fn attachment(self: &Arc<Self>, session_id: &str) -> AttachGuard {
         AttachGuard {
             memory: Arc::clone(self),
             session_id: session_id.to_owned(),
@@ -310,6 +317,23 @@ mod tests {
         let visited = memory.visit(|session| session.refresh("t", 2, 100, 30));
         assert_eq!(visited, last);
         assert_eq!(memory.generation(), last);
+    }
+
+    #[test]
+    fn a_session_registered_attached_is_detached_by_its_guard() {
+        let memory = Arc::new(Memory::default());
+        memory.begin_create("s");
+        let attached = MemorySession {
+            attachments: 1,
+            ..session("s")
+        };
+        assert!(memory.finish_create("s", Some(attached)));
+        let guard = memory.attachment("s");
+        assert_eq!(memory.snapshot("w")[0].attachments, 1);
+        memory.mark_exited("s", Some(0), None);
+        assert!(memory.contains("s"), "kept while its stream is open");
+        drop(guard);
+        assert!(!memory.contains("s"));
     }
 
     #[test]

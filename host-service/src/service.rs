@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use futures_util::{Stream, StreamExt};
+use futures_util::{FutureExt, Stream, StreamExt};
 use holdfast::daemon_client::DaemonClient;
 use holdfast::proto::daemon::v1 as daemon;
 use holdfast::proto::host::v1 as pb;
@@ -191,14 +191,14 @@ impl Host {
         });
     }
 
-    /// Records and starts a session (`CreateSession`); when `attached`, it
-    /// counts as attached from the start and is returned with the guard
-    /// that keeps it so.
+    /// Records and starts a session (`CreateSession`). When `attached`, it
+    /// is registered with one attachment, which the caller takes over with
+    /// [`Memory::attachment`]: no list ever shows it detached.
     async fn create(
         &self,
         request: pb::CreateSessionRequest,
         attached: bool,
-    ) -> Result<(pb::Session, Option<AttachGuard>)> {
+    ) -> Result<pb::Session> {
         let workspace_id = validate::id("workspace_id", &request.workspace_id)?.to_owned();
         let cols = if request.cols == 0 {
             DEFAULT_SIZE.0
@@ -285,7 +285,7 @@ impl Host {
                 cols,
                 rows,
                 created_at,
-                attachments: 0,
+                attachments: attached.into(),
                 exit: None,
             }),
         );
@@ -296,8 +296,6 @@ impl Host {
             self.end_unregistered(&session_id).await;
             return Err(Error::WorkspaceClosed(workspace_id));
         }
-        // Before anything is acknowledged: a list never shows it detached.
-        let guard = attached.then(|| self.memory.attach(&session_id));
         tracing::info!(%session_id, %workspace_id, pid = spawned.pid, listed, attached, "session created");
         let session = pb::Session {
             session_id,
@@ -317,7 +315,7 @@ impl Host {
             created_at: timestamp(created_at),
             output_offset: spawned.output_offset,
         };
-        Ok((session, guard))
+        Ok(session)
     }
 
     /// Relays a daemon attach stream as the host's, the session counted as
@@ -327,7 +325,7 @@ impl Host {
         session_id: String,
         events: tonic::Streaming<daemon::AttachResponse>,
         guard: AttachGuard,
-    ) -> impl Stream<Item = Result<pb::AttachSessionResponse, Status>> + Send + 'static {
+    ) -> impl Stream<Item = Result<pb::AttachSessionResponse, Status>> + Send + use<> {
         let memory = Arc::clone(&self.memory);
         events.map(move |event| {
             // The guard lives as long as the stream: attached until dropped.
@@ -440,7 +438,7 @@ impl TerminalService for Host {
         &self,
         request: Request<pb::CreateSessionRequest>,
     ) -> Result<Response<pb::CreateSessionResponse>, Status> {
-        let (session, _) = self.create(request.into_inner(), false).await?;
+        let session = self.create(request.into_inner(), false).await?;
         Ok(Response::new(pb::CreateSessionResponse {
             session: Some(session),
         }))
@@ -457,36 +455,40 @@ impl TerminalService for Host {
             .into_inner()
             .create
             .ok_or_else(|| Error::InvalidArgument("create is required".into()))?;
-        let (session, guard) = self.create(create, true).await?;
+        let session = self.create(create, true).await?;
         let session_id = session.session_id.clone();
-        let guard = guard.unwrap_or_else(|| self.memory.attach(&session_id));
+        let guard = self.memory.attachment(&session_id);
         let started = pb::StartSessionResponse {
             event: Some(Event::Started(session)),
         };
-        let mut client = self.streams.clone();
-        let attach = daemon::AttachRequest {
-            session_id: session_id.clone(),
-            from_offset: Some(0),
-        };
-        // The session runs whatever happens next, so the client learns of
-        // it first; a stream that cannot open ends with the error.
-        let rest = match self
-            .daemon_call("attach", client.attach(Request::new(attach)))
-            .await
-        {
-            Ok(events) => self
-                .relay(session_id, events, guard)
-                .map(|event| {
-                    event.map(|attach| pb::StartSessionResponse {
-                        event: Some(Event::Attach(attach)),
-                    })
-                })
-                .left_stream(),
-            Err(error) => {
-                tracing::warn!(%session_id, %error, "started a session but could not stream it");
-                futures_util::stream::once(async move { Err(Status::from(error)) }).right_stream()
+        // The session runs from here on whatever happens, so its first
+        // message goes out before anything else is tried; a stream that
+        // cannot open then ends with the error.
+        let host = self.clone();
+        let rest = async move {
+            let mut client = host.streams.clone();
+            let attach = daemon::AttachRequest {
+                session_id: session_id.clone(),
+                from_offset: Some(0),
+            };
+            match host
+                .daemon_call("attach", client.attach(Request::new(attach)))
+                .await
+            {
+                Ok(events) => host.relay(session_id, events, guard).left_stream(),
+                Err(error) => {
+                    tracing::warn!(%session_id, %error, "started a session but could not stream it");
+                    futures_util::stream::once(async move { Err(Status::from(error)) })
+                        .right_stream()
+                }
             }
-        };
+        }
+        .flatten_stream()
+        .map(|event| {
+            event.map(|attach| pb::StartSessionResponse {
+                event: Some(Event::Attach(attach)),
+            })
+        });
         let stream = futures_util::stream::once(async { Ok(started) }).chain(rest);
         Ok(Response::new(Box::pin(stream)))
     }

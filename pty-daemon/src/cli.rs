@@ -30,7 +30,9 @@ pub struct Args {
     #[arg(long, env = "HOLDFAST_SCROLLBACK_BYTES", default_value_t = 1 << 20,
           value_parser = clap::value_parser!(u64).range(1024..=(1 << 30)))]
     scrollback_bytes: u64,
-    /// How long an exited session stays listed with its exit status, in seconds.
+    /// How long an exited session stays listed with its exit status, in
+    /// seconds; 0 forgets it as soon as its exit is recorded (it can then
+    /// no longer be attached to or listed).
     #[arg(long, env = "HOLDFAST_EXIT_RETENTION_SECS", default_value_t = 600)]
     exit_retention_secs: u64,
     /// Log format.

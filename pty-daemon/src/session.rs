@@ -140,8 +140,9 @@ pub struct Session {
 impl Session {
     /// Wraps a freshly spawned program. The returned future reads its
     /// output and reaps it, resolving once the exit is recorded; the caller
-    /// spawns it (after making the session findable, so whatever follows
-    /// the exit finds it). Must run inside the tokio runtime.
+    /// must spawn it (after making the session findable, so whatever
+    /// follows the exit finds it): dropped, the program is never reaped.
+    /// Must run inside the tokio runtime.
     pub fn start(
         id: String,
         spawned: Spawned,

@@ -85,8 +85,8 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     cycle(&mut daemon, 100, cycles).await?;
     let per_cycle = start.elapsed() / cycles as u32;
     daemon.wait_until_empty().await?;
-    // Exited sessions are dropped by a sweep, and idle blocking-pool
-    // threads retire after 10 s: wait (bounded) for the baseline.
+    // Idle blocking-pool threads retire after 10 s: wait (bounded) for the
+    // baseline.
     let settle = Instant::now() + Duration::from_secs(15);
     let mut after = usage(pid);
     while (after.fds > before.fds || after.threads > before.threads) && Instant::now() < settle {

@@ -10,7 +10,7 @@ use futures_util::{Stream, StreamExt};
 use holdfast::proto::host::v1 as pb;
 use rustix::termios::{OptionalActions, Termios};
 use tokio::io::AsyncReadExt;
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::{Clients, refused};
 
@@ -54,6 +54,7 @@ enum Ending {
 /// Attaches to `session_id` until it exits or the user detaches; returns
 /// the exit status for the process.
 pub async fn attach(clients: &mut Clients, session_id: String) -> anyhow::Result<u8> {
+    let window_changes = signal(SignalKind::window_change()).context("watching SIGWINCH")?;
     let stream = clients
         .terminals
         .attach_session(pb::AttachSessionRequest {
@@ -67,7 +68,7 @@ pub async fn attach(clients: &mut Clients, session_id: String) -> anyhow::Result
     if raw.is_some() {
         resize_to_terminal(clients, &session_id).await;
     }
-    relay(clients, session_id, raw, stream).await
+    relay(clients, session_id, raw, window_changes, stream).await
 }
 
 /// Starts a session sized to this terminal and attaches to it, in one call
@@ -77,6 +78,8 @@ pub async fn start(
     mut request: pb::CreateSessionRequest,
 ) -> anyhow::Result<u8> {
     use pb::start_session_response::Event;
+    // Before the size is read, so no change of it goes unseen.
+    let window_changes = signal(SignalKind::window_change()).context("watching SIGWINCH")?;
     if let Some((cols, rows)) = terminal_size() {
         (request.cols, request.rows) = (cols, rows);
     }
@@ -92,7 +95,7 @@ pub async fn start(
     let Some(Event::Started(session)) = started.and_then(|message| message.event) else {
         anyhow::bail!("the host-service did not say which session it started");
     };
-    let raw = RawMode::enter()?;
+    let session_id = session.session_id;
     let events = stream.filter_map(|message| async move {
         match message {
             Ok(pb::StartSessionResponse {
@@ -102,7 +105,14 @@ pub async fn start(
             Err(status) => Some(Err(status)),
         }
     });
-    relay(clients, session.session_id, raw, events).await
+    let shown = async {
+        let raw = RawMode::enter()?;
+        relay(clients, session_id.clone(), raw, window_changes, events).await
+    };
+    // It runs on whatever went wrong here: say which one it is.
+    shown.await.with_context(|| {
+        format!("session {session_id} keeps running; `holdfast attach {session_id}` shows it")
+    })
 }
 
 /// Shows `events` on this terminal and sends it keystrokes until the
@@ -111,10 +121,10 @@ async fn relay(
     clients: &mut Clients,
     session_id: String,
     raw: Option<RawMode>,
+    mut window_changes: Signal,
     events: impl Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>>,
 ) -> anyhow::Result<u8> {
     let mut stream = std::pin::pin!(events);
-    let mut window_changes = signal(SignalKind::window_change()).context("watching SIGWINCH")?;
     let mut terminate = signal(SignalKind::terminate()).context("watching SIGTERM")?;
     let mut hangup = signal(SignalKind::hangup()).context("watching SIGHUP")?;
     let mut stdin = tokio::io::stdin();
@@ -183,7 +193,9 @@ async fn relay(
             0
         }
         Ending::StreamEnded => {
-            eprintln!("\r\n[holdfast: the host-service closed the stream]");
+            eprintln!(
+                "\r\n[holdfast: the host-service closed the stream; session {session_id} may still be running]"
+            );
             1
         }
     })
