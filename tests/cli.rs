@@ -117,6 +117,33 @@ async fn unknown_ids_are_reported_with_a_non_zero_exit() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("no open workspace"));
 }
 
+/// `holdfast status | head -1`: output to a reader that has gone away ends
+/// the command quietly and successfully, as it would `ls`, not in a panic.
+#[tokio::test]
+async fn a_closed_stdout_ends_the_command_quietly() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    stdout_of(&holdfast(&host.address, &["new", "--", "sleep", "600"]));
+    for args in [&["status"][..], &["ls"], &["workspace", "list"]] {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let output = Command::new(binary("holdfast"))
+            .arg("--addr")
+            .arg(&host.address)
+            .args(args)
+            .stdout(writer)
+            .output()
+            .expect("run holdfast");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "{args:?}: {}: {stderr}",
+            output.status
+        );
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}
+
 /// Runs `holdfast attach` inside a real PTY (a session of the same host),
 /// types into it, and reads its screen.
 #[tokio::test]

@@ -13,6 +13,8 @@ use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::{Interceptor, interceptor::InterceptedService};
 use tonic::transport::Channel;
 
+use crate::stdout::say;
+
 /// Keep terminal sessions alive and visible across restarts.
 #[derive(Debug, Parser)]
 #[command(name = "holdfast", version)]
@@ -119,6 +121,7 @@ enum WorkspaceCommand {
 const DEFAULT_WORKSPACE: &str = "default";
 
 mod attach;
+mod stdout;
 
 /// The channel, with the bearer token (if any) on every request.
 type Transport = InterceptedService<Channel, Bearer>;
@@ -197,18 +200,18 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Workspace(WorkspaceCommand::Create { name }) => {
             let workspace = create_workspace(&mut clients, &name).await?;
-            println!("{}", workspace.workspace_id);
+            say!("{}", workspace.workspace_id);
         }
         Command::Workspace(WorkspaceCommand::List) => {
             let workspaces = list_workspaces(&mut clients).await?;
-            println!("{:<36}  {:<8}  {:<10}  NAME", "ID", "STATE", "AGE");
+            say!("{:<36}  {:<8}  {:<10}  NAME", "ID", "STATE", "AGE");
             for workspace in workspaces {
                 let state = if workspace.closed_at.is_some() {
                     "closed"
                 } else {
                     "open"
                 };
-                println!(
+                say!(
                     "{:<36}  {:<8}  {:<10}  {}",
                     workspace.workspace_id,
                     state,
@@ -225,7 +228,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 .await
                 .map_err(refused)?
                 .into_inner();
-            println!("closed; {} session(s) disposed", closed.stamped);
+            say!("closed; {} session(s) disposed", closed.stamped);
         }
         Command::New {
             workspace,
@@ -257,7 +260,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 .into_inner()
                 .session
                 .context("the host-service returned no session")?;
-            println!("{}", session.session_id);
+            say!("{}", session.session_id);
         }
         Command::Ls { workspace, json } => {
             let workspace_id =
@@ -269,7 +272,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 .map_err(refused)?
                 .into_inner();
             if json {
-                println!("{}", serde_json::to_string_pretty(&list_json(&list))?);
+                say!("{}", serde_json::to_string_pretty(&list_json(&list))?);
             } else {
                 print_table(&list);
             }
@@ -286,7 +289,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 .await
                 .map_err(refused)?
                 .into_inner();
-            println!("{}", count.count);
+            say!("{}", count.count);
             if count.source == pb::Source::MemoryOnly as i32 {
                 eprintln!("note: memory-only count ({})", count.degraded_reason);
             }
@@ -308,14 +311,14 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 .await
                 .map_err(refused)?
                 .into_inner();
-            println!(
+            say!(
                 "host-service  up, version {}, pid {}, up {}",
                 status.host_version,
                 status.host_pid,
                 age(status.host_started_at)
             );
-            println!("  listening   {}", cli.addr);
-            println!("  database    {}", status.database_path);
+            say!("  listening   {}", cli.addr);
+            say!("  database    {}", status.database_path);
             let daemon = match pb::DaemonState::try_from(status.daemon_state).unwrap_or_default() {
                 pb::DaemonState::Up => format!(
                     "up, version {}, pid {}",
@@ -327,8 +330,8 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                     format!("DOWN, not relaunched: {}", status.daemon_reason)
                 }
             };
-            println!("pty-daemon    {daemon}");
-            println!("  socket      {}", status.daemon_socket);
+            say!("pty-daemon    {daemon}");
+            say!("  socket      {}", status.daemon_socket);
             if status.daemon_state != pb::DaemonState::Up as i32 {
                 return Ok(1);
             }
@@ -342,7 +345,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 })
                 .await
                 .map_err(refused)?;
-            println!("disposed {id}");
+            say!("disposed {id}");
         }
     }
     Ok(0)
@@ -433,13 +436,17 @@ fn state(session: &pb::Session) -> String {
 }
 
 fn print_table(list: &pb::ListSessionsResponse) {
-    println!(
+    say!(
         "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  AGE",
-        "ID", "TITLE", "ATTACHED", "STATE", "PID"
+        "ID",
+        "TITLE",
+        "ATTACHED",
+        "STATE",
+        "PID"
     );
     for session in &list.sessions {
         let title: String = session.title.chars().take(24).collect();
-        println!(
+        say!(
             "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  {}",
             session.session_id,
             title,
@@ -450,7 +457,7 @@ fn print_table(list: &pb::ListSessionsResponse) {
         );
     }
     if list.source == pb::Source::MemoryOnly as i32 {
-        println!(
+        say!(
             "(memory-only view: {}; background sessions may be missing)",
             list.degraded_reason
         );
