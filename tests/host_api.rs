@@ -49,6 +49,7 @@ async fn bad_input_gets_precise_statuses() {
     expect_status(
         t.list_sessions(pb::ListSessionsRequest {
             workspace_id: String::new(),
+            ..Default::default()
         })
         .await,
         Code::InvalidArgument,
@@ -57,6 +58,7 @@ async fn bad_input_gets_precise_statuses() {
     expect_status(
         t.list_sessions(pb::ListSessionsRequest {
             workspace_id: "../etc".into(),
+            ..Default::default()
         })
         .await,
         Code::InvalidArgument,
@@ -65,6 +67,7 @@ async fn bad_input_gets_precise_statuses() {
     expect_status(
         t.list_sessions(pb::ListSessionsRequest {
             workspace_id: unknown.clone(),
+            ..Default::default()
         })
         .await,
         Code::NotFound,
@@ -175,6 +178,90 @@ async fn bad_input_gets_precise_statuses() {
 
 fn uuid_like() -> String {
     "00000000-0000-4000-8000-000000000000".into()
+}
+
+/// A client polling with the generation of the list it holds gets only the
+/// output offsets while nothing else changed, and a whole list with a new
+/// generation after any other change.
+#[tokio::test]
+async fn a_list_asked_if_still_its_generation_sends_only_offsets() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("polled").await.workspace_id;
+    let quiet = host
+        .create_session(session_request(&workspace, &["sleep", "600"]))
+        .await;
+    let talker = host
+        .create_session(session_request(&workspace, &["cat"]))
+        .await;
+    let mut terminals = host.terminals.clone();
+    let mut list_if = async |generation: u64| {
+        terminals
+            .list_sessions(pb::ListSessionsRequest {
+                workspace_id: workspace.clone(),
+                if_generation: Some(generation),
+            })
+            .await
+            .expect("list")
+            .into_inner()
+    };
+    let held = host.list(&workspace).await;
+    assert_ne!(held.generation, 0);
+    assert!(!held.unchanged && held.output_offsets.is_empty());
+    assert_eq!(
+        ids(&held),
+        vec![quiet.session_id.as_str(), talker.session_id.as_str()]
+    );
+    let offsets: Vec<u64> = held.sessions.iter().map(|s| s.output_offset).collect();
+
+    let same = list_if(held.generation).await;
+    assert!(same.unchanged && same.sessions.is_empty(), "{same:?}");
+    assert_eq!(
+        (same.generation, &same.output_offsets),
+        (held.generation, &offsets)
+    );
+
+    // Output alone keeps the generation; the offsets move.
+    host.write_input(&talker.session_id, "hello\n").await;
+    let talked = offsets[1];
+    let moved = eventually("the offset to move", || {
+        let mut terminals = host.terminals.clone();
+        let request = pb::ListSessionsRequest {
+            workspace_id: workspace.clone(),
+            if_generation: Some(held.generation),
+        };
+        async move {
+            let list = terminals.list_sessions(request).await.ok()?.into_inner();
+            (list.output_offsets.get(1) > Some(&talked)).then_some(list)
+        }
+    })
+    .await;
+    assert!(moved.unchanged && moved.sessions.is_empty());
+    assert_eq!(moved.output_offsets[0], offsets[0]);
+
+    // Any other change, or a generation this host never gave: all of it.
+    let stranger = list_if(held.generation ^ 0x5a5a).await;
+    assert!(!stranger.unchanged && stranger.sessions.len() == 2);
+    let attached = host.attach(&talker.session_id, None).await;
+    let after_attach = list_if(held.generation).await;
+    assert!(!after_attach.unchanged, "attaching changes the list");
+    assert_ne!(after_attach.generation, held.generation);
+    assert!(after_attach.sessions[1].attached);
+    drop(attached);
+    let third = host
+        .create_session(session_request(&workspace, &["sleep", "600"]))
+        .await;
+    let after_create = host
+        .list_until("the new session", &workspace, |list| {
+            list.sessions.len() == 3
+        })
+        .await;
+    assert_eq!(after_create.sessions[2].session_id, third.session_id);
+    let again = list_if(after_create.generation).await;
+    assert!(
+        again.unchanged && again.output_offsets.len() == 3,
+        "{again:?}"
+    );
 }
 
 /// Reads a `StartSession` stream until its output holds `needle`,
@@ -927,6 +1014,7 @@ async fn every_id_taking_rpc_refuses_every_kind_of_bad_id() {
                 "ListSessions",
                 t.list_sessions(pb::ListSessionsRequest {
                     workspace_id: id.clone(),
+                    ..Default::default()
                 })
                 .await
                 .map(drop),

@@ -161,6 +161,7 @@ async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
         let list = host.list(&workspace).await;
         let took = started.elapsed();
         assert_eq!(list.source, pb::Source::MemoryOnly as i32);
+        assert_eq!(list.generation, 0, "a memory-only list is never held");
         assert!(
             list.degraded_reason.contains("250 ms"),
             "reason: {}",
@@ -492,6 +493,7 @@ async fn a_restart_storm_loses_no_session_and_no_output() {
                     let mut client = TerminalServiceClient::new(channel);
                     let request = || pb::ListSessionsRequest {
                         workspace_id: workspace.clone(),
+                        ..Default::default()
                     };
                     while let Ok(list) = client.list_sessions(request()).await {
                         let list = list.into_inner();

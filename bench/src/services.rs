@@ -297,6 +297,7 @@ impl Host {
             .terminals
             .list_sessions(pb::ListSessionsRequest {
                 workspace_id: workspace_id.into(),
+                ..Default::default()
             })
             .await?
             .into_inner())

@@ -60,15 +60,30 @@ pub fn source_to_proto(source: &Source) -> (pb::Source, String) {
 /// `holdfast.host.v1.ListSessionsResponse`, with its sessions pre-encoded.
 pub type ListSessionsResponse = Preencoded<pb::ListSessionsResponse>;
 
-/// The response for `live`. Encodes its sessions if no list has yet.
-pub fn list_sessions_response(live: LiveSessions) -> ListSessionsResponse {
+/// The response for `live` to a caller holding the list of generation
+/// `if_generation`: only the offsets while that list stands, else the whole
+/// list (its sessions encoded if no list has yet).
+pub fn list_sessions_response(
+    live: LiveSessions,
+    if_generation: Option<u64>,
+) -> ListSessionsResponse {
     let (source, degraded_reason) = source_to_proto(&live.source);
+    let rendered = &live.rendered;
     let rest = pb::ListSessionsResponse {
-        sessions: Vec::new(),
         source: source.into(),
         degraded_reason,
+        generation: rendered.generation,
+        ..Default::default()
     };
-    let rendered = &live.rendered;
+    let held = rendered.generation != 0 && if_generation == Some(rendered.generation);
+    if held {
+        let rest = pb::ListSessionsResponse {
+            unchanged: true,
+            output_offsets: live.output_offsets,
+            ..rest
+        };
+        return ListSessionsResponse::new(rest, 0);
+    }
     let heads = rendered
         .encoded
         .get_or_init(|| encode_sessions(&rendered.sessions));
@@ -112,11 +127,14 @@ mod tests {
             (vec![0, 7, 1 << 40], Source::Complete),
             (vec![300, 0, 1], Source::MemoryOnly("hung".to_owned())),
         ] {
-            let response = list_sessions_response(LiveSessions {
-                rendered: Arc::clone(&rendered),
-                output_offsets: offsets.clone(),
-                source: source.clone(),
-            });
+            let response = list_sessions_response(
+                LiveSessions {
+                    rendered: Arc::clone(&rendered),
+                    output_offsets: offsets.clone(),
+                    source: source.clone(),
+                },
+                None,
+            );
             let (source, degraded_reason) = source_to_proto(&source);
             let expected = pb::ListSessionsResponse {
                 sessions: sessions
@@ -126,6 +144,7 @@ mod tests {
                     .collect(),
                 source: source.into(),
                 degraded_reason,
+                ..Default::default()
             };
             let bytes = response.encode_to_vec();
             assert_eq!(bytes.len(), response.encoded_len());

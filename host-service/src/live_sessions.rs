@@ -11,6 +11,7 @@
 //! output offsets.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, SystemTime};
 
@@ -58,6 +59,9 @@ pub struct LiveSession {
 /// offsets. Lists that find neither changed share it.
 #[derive(Debug, Default)]
 pub struct Rendered {
+    /// Names this list for `ListSessionsRequest.if_generation`; 0 for a
+    /// memory-only list, which no request may hold.
+    pub generation: u64,
     /// The sessions.
     pub sessions: Vec<LiveSession>,
     /// Where each session is in the daemon's list, for its output offset;
@@ -341,6 +345,7 @@ impl LiveSessionView {
         live.sort_unstable_by(|(a, _), (b, _)| oldest_first(a, b));
         let (sessions, slots) = live.into_iter().unzip();
         let rendered = Arc::new(Rendered {
+            generation: next_list_generation(),
             sessions,
             slots,
             encoded: OnceLock::new(),
@@ -458,6 +463,21 @@ impl LiveSessionView {
             fresh_offsets: None,
         })
     }
+}
+
+/// A new list's generation: unique in this process and, counted from the
+/// clock's nanoseconds at its first list, not one an earlier process of
+/// the host-service could have handed out (that would take more than one
+/// list per nanosecond).
+fn next_list_generation() -> u64 {
+    static NEXT: OnceLock<AtomicU64> = OnceLock::new();
+    NEXT.get_or_init(|| {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        AtomicU64::new(u64::try_from(now.as_nanos()).unwrap_or(u64::MAX / 2).max(1))
+    })
+    .fetch_add(1, Ordering::Relaxed)
 }
 
 fn pick_title(from_daemon: &str, known: &str) -> String {

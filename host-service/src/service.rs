@@ -497,8 +497,12 @@ impl TerminalService for Host {
         &self,
         request: Request<pb::ListSessionsRequest>,
     ) -> Result<Response<ListSessionsResponse>, Status> {
-        let live = self.live(&request.into_inner().workspace_id).await?;
-        Ok(Response::new(listing::list_sessions_response(live)))
+        let request = request.into_inner();
+        let live = self.live(&request.workspace_id).await?;
+        Ok(Response::new(listing::list_sessions_response(
+            live,
+            request.if_generation,
+        )))
     }
 
     async fn count_background_sessions(

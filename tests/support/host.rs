@@ -214,6 +214,7 @@ impl HostService {
         self.terminals
             .list_sessions(pb::ListSessionsRequest {
                 workspace_id: workspace_id.into(),
+                ..Default::default()
             })
             .await
             .expect("list sessions")
@@ -232,6 +233,7 @@ impl HostService {
             let mut terminals = self.terminals.clone();
             let request = pb::ListSessionsRequest {
                 workspace_id: workspace_id.into(),
+                ..Default::default()
             };
             async move {
                 let list = terminals.list_sessions(request).await.ok()?.into_inner();

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Result, ensure};
 use holdfast::proto::daemon::v1 as daemon_pb;
+use holdfast::proto::host::v1 as host_pb;
 use host_service::store::{SessionRow, Store, WorkspaceRow, micros};
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
@@ -74,8 +75,9 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         let workspace = workspace.clone();
         async move {
             let list = terminals
-                .list_sessions(holdfast::proto::host::v1::ListSessionsRequest {
+                .list_sessions(host_pb::ListSessionsRequest {
                     workspace_id: workspace,
+                    ..Default::default()
                 })
                 .await
                 .ok()?
@@ -99,6 +101,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     let mut daemon = host.daemon().clone();
     let [
         mut listed,
+        mut polled,
         mut daemon_list,
         mut bare,
         mut control_list,
@@ -113,6 +116,19 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             list.sessions.len()
         );
         listed.push(took);
+        let mut terminals = host.terminals.clone();
+        let unchanged = terminals.list_sessions(host_pb::ListSessionsRequest {
+            workspace_id: workspace.clone(),
+            if_generation: Some(list.generation),
+        });
+        let (took, reply) = time(unchanged).await;
+        let reply = reply?.into_inner();
+        ensure!(
+            reply.unchanged && reply.output_offsets.len() == sessions,
+            "a list asked if still generation {} was not answered unchanged",
+            list.generation
+        );
+        polled.push(took);
         let (took, reply) = time(daemon.list(daemon_pb::ListRequest::default())).await;
         ensure!(
             reply?.into_inner().sessions.len() >= sessions,
@@ -146,6 +162,15 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             listed.p50() <= Duration::from_millis(1) && listed.p99() <= Duration::from_millis(2),
         )
         .note(setting),
+    );
+    report.add(
+        Row::new(
+            NAME,
+            Role::Holdfast,
+            "host ListSessions, unchanged (TCP)",
+            Figure::latency(&polled),
+        )
+        .note("a polling client's list: if_generation of the list it holds, answered with offsets only"),
     );
     report.add(
         Row::new(

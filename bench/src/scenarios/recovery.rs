@@ -44,7 +44,10 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             let workspace_id = workspace.clone();
             async move {
                 let list = terminals
-                    .list_sessions(pb::ListSessionsRequest { workspace_id })
+                    .list_sessions(pb::ListSessionsRequest {
+                        workspace_id,
+                        ..Default::default()
+                    })
                     .await
                     .ok()?
                     .into_inner();

@@ -34,6 +34,8 @@ const output = element<HTMLPreElement>("output");
 const inputForm = element<HTMLFormElement>("input");
 
 let attached: { sessionId: string; stop: AbortController } | undefined;
+/** The generation of the list the rows show, to ask whether it still stands. */
+let held: { workspaceId: string; generation: bigint } | undefined;
 
 function describe(error: unknown): string {
   const e = ConnectError.from(error);
@@ -79,7 +81,12 @@ async function refresh() {
     return;
   }
   try {
-    const list = await terminals.listSessions({ workspaceId });
+    // The rows show no output offsets: while the list held is current, the
+    // host-service says so (offsets only) and the rows stay as they are.
+    const ifGeneration = held?.workspaceId === workspaceId ? held.generation : undefined;
+    const list = await terminals.listSessions({ workspaceId, ifGeneration });
+    if (list.unchanged) return;
+    held = list.generation ? { workspaceId, generation: list.generation } : undefined;
     sessionRows.replaceChildren(...list.sessions.map(row));
     if (list.source === Source.MEMORY_ONLY) {
       showStatus(`${list.sessions.length} sessions (memory only: ${list.degradedReason})`, "degraded");
@@ -87,6 +94,7 @@ async function refresh() {
       showStatus(`${list.sessions.length} sessions`);
     }
   } catch (error) {
+    held = undefined;
     showStatus(describe(error), "error");
   }
 }
@@ -94,6 +102,7 @@ async function refresh() {
 /** Streams one session's output from its first held byte until it exits. */
 async function attach(sessionId: string) {
   attached?.stop.abort();
+  held = undefined; // the rows show which session is selected
   const stop = new AbortController();
   attached = { sessionId, stop };
   viewing.textContent = `Output of ${sessionId}`;

@@ -267,7 +267,10 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 workspace_or_default(&mut clients, workspace.as_deref(), false).await?;
             let list = clients
                 .terminals
-                .list_sessions(pb::ListSessionsRequest { workspace_id })
+                .list_sessions(pb::ListSessionsRequest {
+                    workspace_id,
+                    ..Default::default()
+                })
                 .await
                 .map_err(refused)?
                 .into_inner();
