@@ -188,11 +188,8 @@ async fn a_list_asked_if_still_its_generation_sends_only_offsets() {
     let home = HostHome::new();
     let mut host = home.start(&[]).await;
     let workspace = host.create_workspace("polled").await.workspace_id;
-    let quiet = host
-        .create_session(session_request(&workspace, &["sleep", "600"]))
-        .await;
-    let talker = host
-        .create_session(session_request(&workspace, &["cat"]))
+    let [quiet, talker] = host
+        .create_sessions(&workspace, [&["sleep", "600"], &["cat"]])
         .await;
     let mut terminals = host.terminals.clone();
     let mut list_if = async |generation: u64| {
@@ -644,11 +641,8 @@ async fn a_reused_list_is_fresh_in_every_field() {
     let mut host = home.start(&[]).await;
     let workspace = host.create_workspace("fresh").await.workspace_id;
     let other = host.create_workspace("other").await.workspace_id;
-    let quiet = host
-        .create_session(session_request(&workspace, &["sleep", "600"]))
-        .await;
-    let talker = host
-        .create_session(session_request(&workspace, &["cat"]))
+    let [quiet, talker] = host
+        .create_sessions(&workspace, [&["sleep", "600"], &["cat"]])
         .await;
     let elsewhere = host
         .create_session(session_request(&other, &["sleep", "600"]))

@@ -200,6 +200,22 @@ impl HostService {
             .expect("workspace")
     }
 
+    /// Creates a session per command in `workspace_id`, in order.
+    pub async fn create_sessions<const N: usize>(
+        &mut self,
+        workspace_id: &str,
+        argvs: [&[&str]; N],
+    ) -> [pb::Session; N] {
+        let mut sessions = Vec::with_capacity(N);
+        for argv in argvs {
+            sessions.push(
+                self.create_session(session_request(workspace_id, argv))
+                    .await,
+            );
+        }
+        sessions.try_into().expect("one session per command")
+    }
+
     pub async fn create_session(&mut self, request: pb::CreateSessionRequest) -> pb::Session {
         self.terminals
             .create_session(request)
