@@ -14,7 +14,7 @@ use holdfast::preencoded::{Heads, Preencoded};
 use holdfast::proto::host::v1 as pb;
 use prost::Message;
 
-use crate::live_sessions::{LiveSession, LiveSessions, Source};
+use crate::live_sessions::{LiveSession, LiveSessions, Rendered, Source};
 
 /// `ListSessionsResponse.sessions`.
 const SESSIONS_TAG: u32 = 1;
@@ -64,11 +64,25 @@ pub type ListSessionsResponse = Preencoded<pb::ListSessionsResponse>;
 /// `if_generation`: only the offsets while that list stands, else the whole
 /// list (its sessions encoded if no list has yet).
 pub fn list_sessions_response(
-    live: LiveSessions,
+    live: &LiveSessions,
     if_generation: Option<u64>,
 ) -> ListSessionsResponse {
-    let (source, degraded_reason) = source_to_proto(&live.source);
-    let rendered = &live.rendered;
+    respond(
+        &live.rendered,
+        live.output_offsets(),
+        &live.source,
+        if_generation,
+    )
+}
+
+/// The response for `rendered` with these output offsets.
+fn respond(
+    rendered: &Rendered,
+    output_offsets: Vec<u64>,
+    source: &Source,
+    if_generation: Option<u64>,
+) -> ListSessionsResponse {
+    let (source, degraded_reason) = source_to_proto(source);
     let rest = pb::ListSessionsResponse {
         source: source.into(),
         degraded_reason,
@@ -79,7 +93,7 @@ pub fn list_sessions_response(
     if held {
         let rest = pb::ListSessionsResponse {
             unchanged: true,
-            output_offsets: live.output_offsets,
+            output_offsets,
             ..rest
         };
         return ListSessionsResponse::new(rest, 0);
@@ -87,7 +101,7 @@ pub fn list_sessions_response(
     let heads = rendered
         .encoded
         .get_or_init(|| encode_sessions(&rendered.sessions));
-    heads.response(rest, SESSIONS_TAG, OUTPUT_OFFSET_TAG, live.output_offsets)
+    heads.response(rest, SESSIONS_TAG, OUTPUT_OFFSET_TAG, output_offsets)
 }
 
 #[cfg(test)]
@@ -127,14 +141,7 @@ mod tests {
             (vec![0, 7, 1 << 40], Source::Complete),
             (vec![300, 0, 1], Source::MemoryOnly("hung".to_owned())),
         ] {
-            let response = list_sessions_response(
-                LiveSessions {
-                    rendered: Arc::clone(&rendered),
-                    output_offsets: offsets.clone(),
-                    source: source.clone(),
-                },
-                None,
-            );
+            let response = respond(&rendered, offsets.clone(), &source, None);
             let (source, degraded_reason) = source_to_proto(&source);
             let expected = pb::ListSessionsResponse {
                 sessions: sessions

@@ -83,13 +83,13 @@ impl Rendered {
 }
 
 /// The answer to "which sessions of this workspace are live?".
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct LiveSessions {
     /// Live, listed sessions, oldest first.
     pub rendered: Arc<Rendered>,
-    /// Each session's output bytes so far, in the same order (all 0 when
-    /// only memory answered).
-    pub output_offsets: Vec<u64>,
+    /// What the daemon said, for the output offsets; none when only
+    /// memory answered.
+    daemon: Option<DaemonView>,
     /// How complete the list is.
     pub source: Source,
 }
@@ -98,6 +98,18 @@ impl LiveSessions {
     /// Live, listed sessions, oldest first.
     pub fn sessions(&self) -> &[LiveSession] {
         &self.rendered.sessions
+    }
+
+    /// Each session's output bytes so far, in the same order (all 0 when
+    /// only memory answered). Read by lists only: counts need none.
+    pub fn output_offsets(&self) -> Vec<u64> {
+        match &self.daemon {
+            Some(view) => {
+                let slots = self.rendered.slots.iter();
+                slots.map(|&slot| view.output_offset(slot)).collect()
+            }
+            None => vec![0; self.rendered.sessions.len()],
+        }
     }
 
     /// Listed live sessions whose ids are not in `attached_session_ids`.
@@ -163,6 +175,7 @@ impl DaemonList {
 
 /// The daemon's sessions for one request: a full list, possibly shared
 /// with earlier requests, and fresh output offsets when it was reused.
+#[derive(Debug)]
 struct DaemonView {
     list: DaemonList,
     fresh_offsets: Option<Vec<u64>>,
@@ -264,14 +277,9 @@ impl LiveSessionView {
             Some(rendered) => rendered,
             None => self.render(workspace_id, &view).await?,
         };
-        let output_offsets = rendered
-            .slots
-            .iter()
-            .map(|&slot| view.output_offset(slot))
-            .collect();
         Ok(LiveSessions {
             rendered,
-            output_offsets,
+            daemon: Some(view),
             source: Source::Complete,
         })
     }
@@ -513,8 +521,8 @@ fn memory_only(memory: Vec<MemorySession>, reason: String) -> LiveSessions {
         .collect();
     sessions.sort_unstable_by(oldest_first);
     LiveSessions {
-        output_offsets: vec![0; sessions.len()],
         rendered: Arc::new(Rendered::from_memory(sessions)),
+        daemon: None,
         source: Source::MemoryOnly(reason),
     }
 }

@@ -500,7 +500,7 @@ impl TerminalService for Host {
         let request = request.into_inner();
         let live = self.live(&request.workspace_id).await?;
         Ok(Response::new(listing::list_sessions_response(
-            live,
+            &live,
             request.if_generation,
         )))
     }
