@@ -284,10 +284,8 @@ async fn new_attach_starts_a_session_in_this_terminal() {
     assert!(shown.contains("got:typed"), "{shown:?}");
     // The program's exit code is the command's own.
     let ended = loop {
-        let message = tokio::time::timeout(PATIENCE, screen.message())
+        let message = next_message(&mut screen, "exit")
             .await
-            .expect("the exit in time")
-            .expect("stream")
             .expect("the exit before the stream ends");
         if let Some(pb::attach_session_response::Event::Exited(exited)) = message.event {
             break exited;

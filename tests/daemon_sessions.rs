@@ -337,10 +337,8 @@ async fn watchers_are_told_of_every_exit() {
         .expect("watch")
         .into_inner();
     let session = spawn(&mut client, &["sh", "-c", "exit 5"]).await;
-    let event = tokio::time::timeout(PATIENCE, watch.message())
+    let event = next_message(&mut watch, "exit event")
         .await
-        .expect("in time")
-        .expect("stream")
         .expect("an event");
     let Some(pb::watch_sessions_response::Event::Exited(exited)) = event.event else {
         panic!("expected an exit, got {event:?}");

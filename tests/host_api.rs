@@ -272,10 +272,8 @@ async fn start_output_until(
     use pb::attach_session_response::Event as Attached;
     use pb::start_session_response::Event;
     while !String::from_utf8_lossy(text).contains(needle) {
-        let message = tokio::time::timeout(PATIENCE, stream.message())
+        let message = next_message(stream, "output")
             .await
-            .expect("output in time")
-            .expect("stream")
             .unwrap_or_else(|| panic!("the stream ended before {needle:?} or an exit"));
         match message.event {
             Some(Event::Attach(pb::AttachSessionResponse {
@@ -621,11 +619,7 @@ async fn an_exit_is_recorded_and_the_session_leaves_the_list() {
     // Its output can still be replayed, ending with the exit code.
     let mut stream = host.attach(&session.session_id, Some(0)).await;
     let mut exit = None;
-    while let Some(message) = tokio::time::timeout(PATIENCE, stream.message())
-        .await
-        .expect("in time")
-        .expect("stream")
-    {
+    while let Some(message) = next_message(&mut stream, "replayed event").await {
         if let Some(pb::attach_session_response::Event::Exited(exited)) = message.event {
             exit = Some(exited);
         }
@@ -798,10 +792,8 @@ async fn receive_bytes(
 ) -> usize {
     let mut received = 0;
     while received < bytes {
-        let message = tokio::time::timeout(PATIENCE, stream.message())
+        let message = next_message(stream, "output for the reading attacher (starved)")
             .await
-            .expect("the reading attacher is starved")
-            .expect("stream")
             .expect("open");
         if let Some(pb::attach_session_response::Event::Output(output)) = message.event {
             received += output.data.len();

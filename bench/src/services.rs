@@ -209,17 +209,8 @@ impl Host {
     }
 
     pub async fn create(&mut self, workspace_id: &str, argv: &[&str]) -> Result<pb::Session> {
-        let reply = self
-            .terminals
-            .create_session(pb::CreateSessionRequest {
-                workspace_id: workspace_id.into(),
-                argv: argv.iter().map(|a| a.to_string()).collect(),
-                cols: 80,
-                rows: 24,
-                ..Default::default()
-            })
-            .await?
-            .into_inner();
+        let request = create_request(workspace_id, argv);
+        let reply = self.terminals.create_session(request).await?.into_inner();
         reply.session.context("no session")
     }
 
@@ -229,15 +220,8 @@ impl Host {
         workspace_id: &str,
         argv: &[&str],
     ) -> Result<tonic::Streaming<pb::StartSessionResponse>> {
-        let request = pb::CreateSessionRequest {
-            workspace_id: workspace_id.into(),
-            argv: argv.iter().map(|a| a.to_string()).collect(),
-            cols: 80,
-            rows: 24,
-            ..Default::default()
-        };
         let request = pb::StartSessionRequest {
-            create: Some(request),
+            create: Some(create_request(workspace_id, argv)),
         };
         Ok(self.terminals.start_session(request).await?.into_inner())
     }
@@ -386,6 +370,18 @@ pub async fn write_daemon(client: &mut DaemonClient, session_id: &str, data: &[u
 pub fn spawn_request(session_id: &str, argv: &[&str]) -> daemon_pb::SpawnRequest {
     daemon_pb::SpawnRequest {
         session_id: session_id.into(),
+        argv: argv.iter().map(|a| a.to_string()).collect(),
+        cols: 80,
+        rows: 24,
+        ..Default::default()
+    }
+}
+
+/// What `Host::create` and `Host::start` ask for: `argv` on an 80×24
+/// terminal in `workspace_id`.
+fn create_request(workspace_id: &str, argv: &[&str]) -> pb::CreateSessionRequest {
+    pb::CreateSessionRequest {
+        workspace_id: workspace_id.into(),
         argv: argv.iter().map(|a| a.to_string()).collect(),
         cols: 80,
         rows: 24,

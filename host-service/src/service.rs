@@ -318,6 +318,22 @@ impl Host {
         Ok(session)
     }
 
+    /// Opens the daemon's attach stream of a session. Only the opening is
+    /// bounded by the operation timeout; the stream itself is not.
+    async fn open_stream(
+        &self,
+        session_id: &str,
+        from_offset: Option<u64>,
+    ) -> Result<tonic::Streaming<daemon::AttachResponse>> {
+        let mut client = self.streams.clone();
+        let attach = daemon::AttachRequest {
+            session_id: session_id.to_owned(),
+            from_offset,
+        };
+        self.daemon_call("attach", client.attach(Request::new(attach)))
+            .await
+    }
+
     /// Relays a daemon attach stream as the host's, the session counted as
     /// attached (by `guard`) until the stream is dropped.
     fn relay(
@@ -466,15 +482,7 @@ impl TerminalService for Host {
         // cannot open then ends with the error.
         let host = self.clone();
         let rest = async move {
-            let mut client = host.streams.clone();
-            let attach = daemon::AttachRequest {
-                session_id: session_id.clone(),
-                from_offset: Some(0),
-            };
-            match host
-                .daemon_call("attach", client.attach(Request::new(attach)))
-                .await
-            {
+            match host.open_stream(&session_id, Some(0)).await {
                 Ok(events) => host.relay(session_id, events, guard).left_stream(),
                 Err(error) => {
                     tracing::warn!(%session_id, %error, "started a session but could not stream it");
@@ -535,13 +543,7 @@ impl TerminalService for Host {
     ) -> Result<Response<AttachStream>, Status> {
         let request = request.into_inner();
         let session_id = validate::id("session_id", &request.session_id)?.to_owned();
-        let mut client = self.streams.clone();
-        let attach = daemon::AttachRequest {
-            session_id: session_id.clone(),
-            from_offset: request.from_offset,
-        };
-        // Only opening the stream is bounded; the stream itself is not.
-        let open = self.daemon_call("attach", client.attach(Request::new(attach)));
+        let open = self.open_stream(&session_id, request.from_offset);
         // A session that is not in memory (restored after a restart, or
         // exited) has its row read while the stream opens: opening one
         // changes nothing, so a refusal has nothing to undo but to drop it.

@@ -290,6 +290,15 @@ pub async fn resize(client: &DaemonClient, session_id: &str, cols: u32, rows: u3
         .expect("resize");
 }
 
+/// The stream's next message, which must come within `PATIENCE` (`what`
+/// names it for the failure); `None` once the stream has ended.
+pub async fn next_message<T>(stream: &mut Streaming<T>, what: &str) -> Option<T> {
+    tokio::time::timeout(PATIENCE, stream.message())
+        .await
+        .unwrap_or_else(|_| panic!("no {what} within {PATIENCE:?}"))
+        .expect("stream")
+}
+
 /// Opens an attach stream.
 pub async fn attach(
     client: &mut DaemonClient,
