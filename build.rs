@@ -20,6 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     tonic_prost_build::configure()
         .bytes(".")
+        .codec_path("crate::codec::SliceCodec")
         .compile_fds(descriptors)?;
     Ok(())
 }

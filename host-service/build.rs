@@ -8,6 +8,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let descriptors = protox::compile(["holdfast/host/v1/host.proto"], ["../proto"])?;
     tonic_prost_build::configure()
         .build_client(false)
+        .codec_path("::holdfast::codec::SliceCodec")
         .extern_path(".holdfast.host.v1", "::holdfast::proto::host::v1")
         .extern_path(
             ".holdfast.host.v1.ListSessionsResponse",

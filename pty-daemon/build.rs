@@ -8,6 +8,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let descriptors = protox::compile(["holdfast/daemon/v1/daemon.proto"], ["../proto"])?;
     tonic_prost_build::configure()
         .build_client(false)
+        .codec_path("::holdfast::codec::SliceCodec")
         .extern_path(".holdfast.daemon.v1", "::holdfast::proto::daemon::v1")
         .extern_path(
             ".holdfast.daemon.v1.ListResponse",

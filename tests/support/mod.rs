@@ -93,7 +93,7 @@ pub struct AnyResponse {}
 pub async fn send_invalid_utf8(channel: tonic::transport::Channel, path: &str) -> tonic::Status {
     let mut grpc = tonic::client::Grpc::new(channel);
     grpc.ready().await.expect("ready");
-    let codec = tonic_prost::ProstCodec::<RawStringField, AnyResponse>::default();
+    let codec = holdfast::codec::SliceCodec::<RawStringField, AnyResponse>::default();
     let method: http::uri::PathAndQuery = path.parse().expect("path");
     let request = RawStringField {
         field: vec![b'o', 0xff, 0xfe, b'k'],
