@@ -6,6 +6,7 @@ mod support;
 use holdfast::daemon_client::DaemonClient;
 use holdfast::proto::daemon::v1 as pb;
 use support::*;
+use tonic::Streaming;
 
 #[tokio::test]
 async fn input_round_trips_through_cat_to_an_attacher() {
@@ -83,6 +84,70 @@ async fn evicted_offset_gets_a_truncated_event_first() {
     let received = receive_all(&mut stream).await;
     assert!(received.truncated.is_empty());
     assert_eq!(received.output.len(), 1024);
+}
+
+/// `seq 1 LINES` as the terminal shows it: ~11.4 MB, far more than the
+/// 64 KiB ring below and the client's 4 MiB HTTP/2 window together.
+const LINES: u32 = 1_500_000;
+
+fn seq_output() -> Vec<u8> {
+    (1..=LINES)
+        .flat_map(|line| format!("{line}\r\n").into_bytes())
+        .collect()
+}
+
+/// The echo of the `go` that starts the flood.
+const GO_ECHO: &[u8] = b"go\r\n";
+
+/// A daemon with a 64 KiB ring, and an attacher from byte 0 of a session
+/// that has just been told to print `seq 1 LINES`.
+async fn flood_with_an_attacher() -> (Daemon, DaemonClient, String, Streaming<pb::AttachResponse>) {
+    let daemon = Daemon::start_with(&["--scrollback-bytes", "65536"]).await;
+    let mut client = daemon.client().await;
+    let script = format!("read go; seq 1 {LINES}");
+    let session = spawn(&mut client, &["sh", "-c", &script]).await;
+    let stream = attach(&mut client, &session.session_id, Some(0)).await;
+    write(&client, &session.session_id, "go\n").await;
+    (daemon, client, session.session_id, stream)
+}
+
+#[tokio::test]
+async fn an_attacher_that_keeps_reading_loses_nothing_to_the_ring() {
+    let (_daemon, _client, _id, mut stream) = flood_with_an_attacher().await;
+    // A reader at 16 MB/s, slower than the terminal: the daemon must wait
+    // for it rather than let the ring lap it.
+    let mut received = Received::default();
+    let taken = std::cell::Cell::new(0);
+    receive_until(&mut stream, &mut received, |received| {
+        let new = received.output.len() - taken.replace(received.output.len());
+        std::thread::sleep(std::time::Duration::from_nanos(new as u64 * 60));
+        received.exited.is_some()
+    })
+    .await;
+    assert_eq!(received.truncated, vec![], "output was lost to the ring");
+    assert!(
+        received.output == [GO_ECHO, &seq_output()].concat(),
+        "output differs ({} bytes)",
+        received.output.len()
+    );
+}
+
+#[tokio::test]
+async fn an_attacher_that_stops_reading_does_not_stop_the_program() {
+    let (_daemon, client, id, mut stalled) = flood_with_an_attacher().await;
+    // Never read until the program is done: the daemon waits for this
+    // attacher a while, then reads on without it.
+    let gone = exited(&client, &id).await;
+    assert_eq!(
+        gone.output_offset,
+        (GO_ECHO.len() + seq_output().len()) as u64
+    );
+    let received = receive_all(&mut stalled).await;
+    assert!(
+        !received.truncated.is_empty(),
+        "the stalled attacher was told of no loss"
+    );
+    assert!(received.exited.is_some());
 }
 
 #[tokio::test]

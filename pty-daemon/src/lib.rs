@@ -35,8 +35,13 @@ pub use crate::error::{Error, Result};
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// Serves on an already claimed socket until SIGTERM or SIGINT, then hangs
-/// up every session and removes the socket. Must run inside a tokio runtime.
-pub async fn run(socket: ClaimedSocket, settings: SessionSettings) -> Result<()> {
+/// up every session and removes the socket. Must run inside a tokio runtime;
+/// the sessions' terminals are read on `terminals`, which may be another.
+pub async fn run(
+    socket: ClaimedSocket,
+    settings: SessionSettings,
+    terminals: tokio::runtime::Handle,
+) -> Result<()> {
     let started_at = SystemTime::now();
     socket
         .listener
@@ -54,7 +59,7 @@ pub async fn run(socket: ClaimedSocket, settings: SessionSettings) -> Result<()>
         .map_err(|error| Error::io("installing the SIGTERM handler", error))?;
     let mut interrupt = signal(SignalKind::interrupt())
         .map_err(|error| Error::io("installing the SIGINT handler", error))?;
-    let registry = Arc::new(Registry::new(settings));
+    let registry = Arc::new(Registry::new(settings, terminals));
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let service = DaemonService::new(Arc::clone(&registry), started_at);

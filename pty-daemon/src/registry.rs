@@ -41,12 +41,16 @@ pub struct Registry {
     settings: SessionSettings,
     exits: broadcast::Sender<ExitNotice>,
     generation: Generation,
+    /// The runtime that reads the sessions' terminals and reaps their
+    /// programs.
+    terminals: tokio::runtime::Handle,
 }
 
 impl Registry {
-    /// An empty registry.
-    pub fn new(settings: SessionSettings) -> Self {
+    /// An empty registry whose sessions are driven on `terminals`.
+    pub fn new(settings: SessionSettings, terminals: tokio::runtime::Handle) -> Self {
         Self {
+            terminals,
             sessions: Mutex::default(),
             settings,
             exits: broadcast::Sender::new(EXIT_NOTICE_BUFFER),
@@ -124,6 +128,8 @@ impl Registry {
             .await
             .map_err(|error| Error::io("spawning", std::io::Error::other(error)));
         let started = spawned.and_then(|spawned| spawned).and_then(|spawned| {
+            // Its descriptors join the reactor of the runtime that reads them.
+            let _terminals = self.terminals.enter();
             Session::start(
                 session_id.clone(),
                 spawned,
@@ -146,7 +152,7 @@ impl Registry {
         let registry = Arc::downgrade(&self);
         let retention = self.settings.exit_retention;
         let forgotten = Arc::clone(&session);
-        tokio::spawn(async move {
+        self.terminals.spawn(async move {
             driver.await;
             if !retention.is_zero() {
                 tokio::time::sleep(retention).await;

@@ -41,6 +41,11 @@ impl Scrollback {
         }
     }
 
+    /// The most bytes it holds.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// The offset of the oldest byte still held.
     pub fn start_offset(&self) -> u64 {
         self.start

@@ -3,8 +3,10 @@
 //! registered with tokio, and one small task per session reads both.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
@@ -13,7 +15,8 @@ use rustix::process::{Pid, WaitId, WaitIdOptions};
 use rustix::termios::Winsize;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{Notify, broadcast, watch};
+use tokio::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::generation::Generation;
@@ -28,6 +31,11 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 const READS_PER_WAKEUP: usize = 16;
 /// Largest output chunk sent to an attacher in one event.
 pub const MAX_CHUNK_BYTES: usize = 64 * 1024;
+/// How long the terminal's reading waits for an attacher that has fallen
+/// over half a scrollback behind before reading on without it (it then
+/// gets a `Truncated` event if the ring laps it, and is waited for again
+/// once it has caught up).
+const PATIENCE: Duration = Duration::from_secs(1);
 
 thread_local! {
     /// One read buffer per worker thread, not per session, so idle sessions
@@ -66,6 +74,49 @@ struct State {
     cols: u16,
     rows: u16,
     exit: Option<ExitStatus>,
+    /// Where each attacher is, by its cursor's number, and whether reading
+    /// waits for it.
+    attachers: HashMap<u64, Attacher>,
+    next_attacher: u64,
+}
+
+/// One attacher's place, as the terminal's reading sees it.
+#[derive(Debug, Clone, Copy)]
+struct Attacher {
+    offset: u64,
+    /// Cleared when reading gave up waiting for it; set again once it has
+    /// caught up.
+    waited_for: bool,
+}
+
+impl State {
+    /// The most unsent bytes of any attacher that reading waits for.
+    fn lag(&self) -> Option<u64> {
+        let end = self.scrollback.end_offset();
+        self.attachers
+            .values()
+            .filter(|attacher| attacher.waited_for)
+            .map(|attacher| end.saturating_sub(attacher.offset))
+            .max()
+    }
+
+    /// Whether an attacher that reading waits for is over half the ring
+    /// behind: reading pauses until it is not.
+    fn pacing(&self) -> bool {
+        self.lag()
+            .is_some_and(|lag| lag > (self.scrollback.capacity() / 2) as u64)
+    }
+
+    /// How many bytes may be read without lapping an attacher that reading
+    /// waits for.
+    fn room(&self) -> usize {
+        match self.lag() {
+            None => usize::MAX,
+            Some(lag) => {
+                usize::try_from(lag).map_or(0, |lag| self.scrollback.capacity().saturating_sub(lag))
+            }
+        }
+    }
 }
 
 /// What a list shows of a session that changes, read under its lock; all
@@ -106,12 +157,24 @@ pub enum Event {
     Exited(ExitStatus),
 }
 
-/// Where one attacher is in a session's event history.
-#[derive(Debug)]
+/// Where one attacher is in a session's event history. While it exists,
+/// reading the terminal pauses whenever it is over half the scrollback
+/// behind and never laps it (for up to [`PATIENCE`] at a time), so an
+/// attacher that keeps reading loses no output to the ring.
 pub struct Cursor {
+    session: Arc<Session>,
+    number: u64,
     offset: u64,
     title_version: u64,
     finished: bool,
+}
+
+impl Drop for Cursor {
+    fn drop(&mut self) {
+        self.session.state().attachers.remove(&self.number);
+        // Reading may have been waiting for this attacher.
+        self.session.progress.notify_one();
+    }
 }
 
 /// A program on a PTY, owned by the daemon.
@@ -126,8 +189,14 @@ pub struct Session {
     /// Serialises writers so each `Write` lands whole and in order.
     input: tokio::sync::Mutex<()>,
     state: Mutex<State>,
+    /// The scrollback's end offset, stored under the lock after each
+    /// append, so a list of a thousand sessions reads it without locking
+    /// each of them.
+    produced: AtomicU64,
     /// Pinged on new output, title or exit; attachers wait on it.
     changes: watch::Sender<()>,
+    /// Pinged when an attacher moves on or leaves; paced reading waits on it.
+    progress: Notify,
     /// Becomes true once the program has exited and been reaped.
     exited: watch::Sender<bool>,
     /// Bumped after a change `List` shows (exit, title, size).
@@ -142,7 +211,8 @@ impl Session {
     /// output and reaps it, resolving once the exit is recorded; the caller
     /// must spawn it (after making the session findable, so whatever
     /// follows the exit finds it): dropped, the program is never reaped.
-    /// Must run inside the tokio runtime.
+    /// Must run inside the tokio runtime that is to read the terminal (its
+    /// descriptors join that runtime's reactor).
     pub fn start(
         id: String,
         spawned: Spawned,
@@ -179,8 +249,12 @@ impl Session {
                 cols,
                 rows,
                 exit: None,
+                attachers: HashMap::new(),
+                next_attacher: 0,
             }),
+            produced: AtomicU64::new(0),
             changes: watch::Sender::new(()),
+            progress: Notify::new(),
             exited: watch::Sender::new(false),
             generation,
             exited_at_boot: std::sync::OnceLock::new(),
@@ -238,7 +312,7 @@ impl Session {
 
     /// Bytes of output produced so far.
     pub fn output_offset(&self) -> u64 {
-        self.state().scrollback.end_offset()
+        self.produced.load(Ordering::Acquire)
     }
 
     /// The fields that never change, encoded as `List` sends them.
@@ -307,11 +381,25 @@ impl Session {
         Ok(())
     }
 
-    /// A cursor at `from_offset`, or at the oldest byte held.
-    pub fn cursor(&self, from_offset: Option<u64>) -> Cursor {
-        let start = self.state().scrollback.start_offset();
+    /// A cursor at `from_offset`, or at the oldest byte held; reading is
+    /// paced to it until it is dropped.
+    pub fn cursor(self: &Arc<Self>, from_offset: Option<u64>) -> Cursor {
+        let mut state = self.state();
+        let offset = from_offset.unwrap_or(state.scrollback.start_offset());
+        let number = state.next_attacher;
+        state.next_attacher += 1;
+        state.attachers.insert(
+            number,
+            Attacher {
+                offset,
+                waited_for: true,
+            },
+        );
+        drop(state);
         Cursor {
-            offset: from_offset.unwrap_or(start),
+            session: Arc::clone(self),
+            number,
+            offset,
             title_version: 0,
             finished: false,
         }
@@ -346,7 +434,21 @@ impl Session {
     }
 
     fn poll_event(&self, cursor: &mut Cursor) -> Option<Event> {
-        let state = self.state();
+        let mut state = self.state();
+        let event = Self::next_of(&state, cursor);
+        let end = state.scrollback.end_offset();
+        if let Some(attacher) = state.attachers.get_mut(&cursor.number) {
+            attacher.offset = cursor.offset;
+            attacher.waited_for |= cursor.offset >= end;
+        }
+        drop(state);
+        if matches!(event, Some(Event::Output { .. } | Event::Truncated { .. })) {
+            self.progress.notify_one();
+        }
+        event
+    }
+
+    fn next_of(state: &State, cursor: &mut Cursor) -> Option<Event> {
         if cursor.title_version != state.title_version {
             cursor.title_version = state.title_version;
             return Some(Event::Title(state.title.clone()));
@@ -376,13 +478,16 @@ impl Session {
     /// Reads output until the program exits, then reaps it.
     async fn drive(self: Arc<Self>, pidfd: AsyncFd<OwnedFd>, exits: broadcast::Sender<ExitNotice>) {
         let mut reading = true;
+        // Set while reading waits for a slow attacher: until when.
+        let mut paced: Option<Instant> = None;
         loop {
             tokio::select! {
                 biased;
-                ready = self.master.readable(), if reading => match ready {
-                    Ok(mut ready) => match self.read_some() {
+                ready = self.master.readable(), if reading && paced.is_none() => match ready {
+                    Ok(mut ready) => match self.read_some(true) {
                         Ok(ReadOutcome::Drained) => ready.clear_ready(),
                         Ok(ReadOutcome::More) => tokio::task::yield_now().await,
+                        Ok(ReadOutcome::Paced) => paced = Some(Instant::now() + PATIENCE),
                         Ok(ReadOutcome::Closed) => reading = false,
                         Err(error) => {
                             tracing::warn!(session_id = %self.id, %error, "reading the PTY failed");
@@ -394,6 +499,15 @@ impl Session {
                         reading = false;
                     }
                 },
+                () = self.progress.notified(), if paced.is_some() => {
+                    if !self.state().pacing() {
+                        paced = None;
+                    }
+                },
+                () = tokio::time::sleep_until(paced.unwrap_or_else(Instant::now)), if paced.is_some() => {
+                    self.stop_waiting_for_laggards();
+                    paced = None;
+                },
                 ready = pidfd.readable() => match ready {
                     Ok(_) => break,
                     Err(error) => {
@@ -403,8 +517,9 @@ impl Session {
                 },
             }
         }
-        // Whatever the program wrote before exiting is still in the PTY.
-        while reading && matches!(self.read_some(), Ok(ReadOutcome::More)) {}
+        // Whatever the program wrote before exiting is still in the PTY;
+        // read it all, whoever lags.
+        while reading && matches!(self.read_some(false), Ok(ReadOutcome::More)) {}
         let exit = reap(&pidfd).await;
         tracing::debug!(session_id = %self.id, ?exit, "session exited");
         let _ = self.exited_at_boot.set(holdfast::proc_stat::since_boot());
@@ -419,13 +534,43 @@ impl Session {
         });
     }
 
-    /// Reads what the PTY has, up to a few buffers' worth.
-    fn read_some(&self) -> io::Result<ReadOutcome> {
+    /// Reading waited [`PATIENCE`] for the attachers now over half the
+    /// ring behind; it stops waiting for them until they catch up.
+    fn stop_waiting_for_laggards(&self) {
+        let mut state = self.state();
+        let end = state.scrollback.end_offset();
+        let bound = (state.scrollback.capacity() / 2) as u64;
+        for attacher in state.attachers.values_mut() {
+            if end.saturating_sub(attacher.offset) > bound {
+                attacher.waited_for = false;
+            }
+        }
+        drop(state);
+        tracing::debug!(session_id = %self.id, "an attacher lags; reading on without it");
+    }
+
+    /// Reads what the PTY has, up to a few buffers' worth; when `paced`,
+    /// never more than lapping an attacher would take, and stopping once
+    /// one is over half the ring behind.
+    fn read_some(&self, paced: bool) -> io::Result<ReadOutcome> {
         READ_BUFFER.with_borrow_mut(|buffer| {
             for _ in 0..READS_PER_WAKEUP {
-                match rustix::io::read(self.master.get_ref(), &mut buffer[..]) {
+                let room = if paced {
+                    self.state().room()
+                } else {
+                    usize::MAX
+                };
+                if room == 0 {
+                    return Ok(ReadOutcome::Paced);
+                }
+                let limit = buffer.len().min(room);
+                match rustix::io::read(self.master.get_ref(), &mut buffer[..limit]) {
                     Ok(0) => return Ok(ReadOutcome::Closed),
-                    Ok(read) => self.append(&buffer[..read]),
+                    Ok(read) => {
+                        if self.append(&buffer[..read]) && paced {
+                            return Ok(ReadOutcome::Paced);
+                        }
+                    }
                     Err(rustix::io::Errno::AGAIN) => return Ok(ReadOutcome::Drained),
                     Err(rustix::io::Errno::INTR) => {}
                     // Linux answers EIO once every slave descriptor is closed.
@@ -437,23 +582,29 @@ impl Session {
         })
     }
 
-    fn append(&self, output: &[u8]) {
-        let retitled = {
+    /// Records output; true when an attacher reading waits for is now over
+    /// half the ring behind.
+    fn append(&self, output: &[u8]) -> bool {
+        let (retitled, pacing) = {
             let mut state = self.state();
             state.scrollback.push(output);
-            match state.titles.feed(output) {
+            self.produced
+                .store(state.scrollback.end_offset(), Ordering::Release);
+            let retitled = match state.titles.feed(output) {
                 Some(title) if title != state.title => {
                     state.title = title;
                     state.title_version += 1;
                     true
                 }
                 _ => false,
-            }
+            };
+            (retitled, state.pacing())
         };
         if retitled {
             self.generation.bump();
         }
         self.changes.send_replace(());
+        pacing
     }
 }
 
@@ -462,6 +613,9 @@ enum ReadOutcome {
     Drained,
     /// There may be more; yield and come back.
     More,
+    /// An attacher is over half the ring behind; wait for it before
+    /// reading on.
+    Paced,
     /// No process holds the slave side any more.
     Closed,
 }
