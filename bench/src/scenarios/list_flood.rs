@@ -45,18 +45,35 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
 
     // Each drainer is its own client with its own connection, as separate
     // viewers would be.
-    let mut drainers = tokio::task::JoinSet::new();
+    // The drainers run on a runtime of their own, as tmux's are processes
+    // of their own: on the harness's one thread, the list's answer waited
+    // behind 50 streams' output.
+    let draining = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let mut drainers = Vec::new();
     for session in &sessions {
-        let channel = Channel::from_shared(host.uri.clone())?.connect().await?;
-        let mut client = TerminalServiceClient::new(channel);
-        let stream = client
-            .attach_session(pb::AttachSessionRequest {
-                session_id: session.session_id.clone(),
-                from_offset: None,
-            })
-            .await?
-            .into_inner();
-        drainers.spawn(drain(stream));
+        let uri = host.uri.clone();
+        let session_id = session.session_id.clone();
+        let (attached, started) = tokio::sync::oneshot::channel();
+        drainers.push(draining.spawn(async move {
+            let channel = Channel::from_shared(uri)?.connect().await?;
+            let stream = TerminalServiceClient::new(channel)
+                .attach_session(pb::AttachSessionRequest {
+                    session_id,
+                    from_offset: None,
+                })
+                .await?
+                .into_inner();
+            let _ = attached.send(());
+            anyhow::Ok(drain(stream).await)
+        }));
+        if started.await.is_err() {
+            let failed = drainers.pop().expect("just pushed");
+            failed.await??;
+            anyhow::bail!("an attach to {} ended before it began", session.session_id);
+        }
         host.terminals
             .write_input(pb::WriteInputRequest {
                 session_id: session.session_id.clone(),
@@ -82,9 +99,10 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         })
         .await?;
     let mut drained = 0;
-    while let Some(bytes) = drainers.join_next().await {
-        drained += bytes?;
+    for drainer in drainers {
+        drained += drainer.await??;
     }
+    draining.shutdown_background();
     // The daemon hangs up the `yes` sessions before tmux floods.
     drop(host);
     drop(home);
