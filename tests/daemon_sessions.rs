@@ -86,7 +86,7 @@ async fn evicted_offset_gets_a_truncated_event_first() {
     assert_eq!(received.output.len(), 1024);
 }
 
-/// `seq 1 LINES` as the terminal shows it: ~11.4 MB, far more than the
+/// `seq 1 LINES` as the terminal shows it: ~12.4 MB, far more than the
 /// 64 KiB ring below and the client's 4 MiB HTTP/2 window together.
 const LINES: u32 = 1_500_000;
 
@@ -99,10 +99,18 @@ fn seq_output() -> Vec<u8> {
 /// The echo of the `go` that starts the flood.
 const GO_ECHO: &[u8] = b"go\r\n";
 
-/// A daemon with a 64 KiB ring, and an attacher from byte 0 of a session
-/// that has just been told to print `seq 1 LINES`.
-async fn flood_with_an_attacher() -> (Daemon, DaemonClient, String, Streaming<pb::AttachResponse>) {
-    let daemon = Daemon::start_with(&["--scrollback-bytes", "65536"]).await;
+/// A daemon with a 64 KiB ring and the given attacher patience, and an
+/// attacher from byte 0 of a session just told to print `seq 1 LINES`.
+async fn flood_with_an_attacher(
+    patience_ms: &str,
+) -> (Daemon, DaemonClient, String, Streaming<pb::AttachResponse>) {
+    let daemon = Daemon::start_with(&[
+        "--scrollback-bytes",
+        "65536",
+        "--attacher-patience-ms",
+        patience_ms,
+    ])
+    .await;
     let mut client = daemon.client().await;
     let script = format!("read go; seq 1 {LINES}");
     let session = spawn(&mut client, &["sh", "-c", &script]).await;
@@ -112,18 +120,30 @@ async fn flood_with_an_attacher() -> (Daemon, DaemonClient, String, Streaming<pb
 }
 
 #[tokio::test]
-async fn an_attacher_that_keeps_reading_loses_nothing_to_the_ring() {
-    let (_daemon, _client, _id, mut stream) = flood_with_an_attacher().await;
-    // A reader at 16 MB/s, slower than the terminal: the daemon must wait
-    // for it rather than let the ring lap it.
-    let mut received = Received::default();
-    let taken = std::cell::Cell::new(0);
-    receive_until(&mut stream, &mut received, |received| {
-        let new = received.output.len() - taken.replace(received.output.len());
-        std::thread::sleep(std::time::Duration::from_nanos(new as u64 * 60));
-        received.exited.is_some()
-    })
-    .await;
+async fn output_waits_for_an_attacher_that_has_not_read_it() {
+    let (_daemon, mut client, id, mut stream) = flood_with_an_attacher("600000").await;
+    let total = (GO_ECHO.len() + seq_output().len()) as u64;
+    // Nothing read yet: once the window to the client is full, the program
+    // must be held where it is (the same offset for 20 polls in a row),
+    // not run to the end through the ring.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    let (mut held, mut polls_unmoved) = (0, 0);
+    while polls_unmoved < 20 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the output never stood still"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        let offset = find(&mut client, &id).await.expect("listed").output_offset;
+        if offset == held {
+            polls_unmoved += 1;
+        } else {
+            (held, polls_unmoved) = (offset, 0);
+        }
+    }
+    assert!(held < total, "the program ran to the end ({held} bytes)");
+    // Then everything arrives, nothing lost to the ring.
+    let received = receive_all(&mut stream).await;
     assert_eq!(received.truncated, vec![], "output was lost to the ring");
     assert!(
         received.output == [GO_ECHO, &seq_output()].concat(),
@@ -134,7 +154,7 @@ async fn an_attacher_that_keeps_reading_loses_nothing_to_the_ring() {
 
 #[tokio::test]
 async fn an_attacher_that_stops_reading_does_not_stop_the_program() {
-    let (_daemon, client, id, mut stalled) = flood_with_an_attacher().await;
+    let (_daemon, client, id, mut stalled) = flood_with_an_attacher("200").await;
     // Never read until the program is done: the daemon waits for this
     // attacher a while, then reads on without it.
     let gone = exited(&client, &id).await;
@@ -148,6 +168,25 @@ async fn an_attacher_that_stops_reading_does_not_stop_the_program() {
         "the stalled attacher was told of no loss"
     );
     assert!(received.exited.is_some());
+}
+
+#[tokio::test]
+async fn what_a_program_leaves_in_a_small_ring_still_reaches_its_attacher() {
+    let daemon = Daemon::start_with(&["--scrollback-bytes", "1024"]).await;
+    let mut client = daemon.client().await;
+    // 20,000 bytes, no newline translation: most of it is still in the
+    // PTY when the program exits, far more than the ring holds.
+    let script = "read go; stty raw -echo; head -c 20000 /dev/zero | tr '\\0' x";
+    let session = spawn(&mut client, &["sh", "-c", script]).await;
+    let mut stream = attach(&mut client, &session.session_id, Some(0)).await;
+    write(&client, &session.session_id, "go\n").await;
+    let received = receive_all(&mut stream).await;
+    assert_eq!(received.truncated, vec![], "output was lost to the ring");
+    assert!(
+        received.output == [GO_ECHO, &[b'x'; 20_000]].concat(),
+        "output differs ({} bytes)",
+        received.output.len()
+    );
 }
 
 #[tokio::test]

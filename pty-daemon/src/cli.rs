@@ -35,6 +35,14 @@ pub struct Args {
     /// no longer be attached to or listed).
     #[arg(long, env = "HOLDFAST_EXIT_RETENTION_SECS", default_value_t = 600)]
     exit_retention_secs: u64,
+    /// How long, in all, reading a session's terminal waits for an attached
+    /// client that has fallen over half the scrollback behind, before
+    /// reading on without it (it is then told what it missed). Until then
+    /// the program's output is paced to that client, so a client that
+    /// keeps reading loses nothing.
+    #[arg(long, env = "HOLDFAST_ATTACHER_PATIENCE_MS", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(0..=600_000))]
+    attacher_patience_ms: u64,
     /// Log format.
     #[arg(long, env = "HOLDFAST_LOG_FORMAT", value_enum, default_value_t = holdfast::logging::LogFormat::Text)]
     log_format: holdfast::logging::LogFormat,
@@ -69,6 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         // Bounded to 1 GiB by the parser, so it fits.
         scrollback_bytes: args.scrollback_bytes as usize,
         exit_retention: Duration::from_secs(args.exit_retention_secs),
+        attacher_patience: Duration::from_millis(args.attacher_patience_ms),
     };
     // Two small fixed pools; sessions are tasks, not threads. The
     // terminals are read on a thread of their own, so output, however much
@@ -90,6 +99,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .build()
         .context("starting the terminals' runtime")?;
     runtime.block_on(crate::run(socket, settings, terminals.handle().clone()))?;
+    // What is left of the connections goes first, then the terminals.
+    drop(runtime);
+    drop(terminals);
     Ok(())
 }
 

@@ -19,6 +19,9 @@ pub struct SessionSettings {
     pub scrollback_bytes: usize,
     /// How long an exited session stays listed.
     pub exit_retention: Duration,
+    /// How long reading a terminal waits, in all, for an attacher over
+    /// half the scrollback behind before reading on without it.
+    pub attacher_patience: Duration,
 }
 
 #[derive(Default)]
@@ -135,7 +138,7 @@ impl Registry {
                 spawned,
                 cols,
                 rows,
-                self.settings.scrollback_bytes,
+                &self.settings,
                 self.exits.clone(),
                 self.generation.clone(),
             )

@@ -20,6 +20,7 @@ use tokio::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::generation::Generation;
+use crate::registry::SessionSettings;
 use crate::scrollback::{ReadAt, Scrollback};
 use crate::spawn::Spawned;
 use crate::title::TitleTracker;
@@ -31,11 +32,9 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 const READS_PER_WAKEUP: usize = 16;
 /// Largest output chunk sent to an attacher in one event.
 pub const MAX_CHUNK_BYTES: usize = 64 * 1024;
-/// How long the terminal's reading waits for an attacher that has fallen
-/// over half a scrollback behind before reading on without it (it then
-/// gets a `Truncated` event if the ring laps it, and is waited for again
-/// once it has caught up).
-const PATIENCE: Duration = Duration::from_secs(1);
+/// Most bytes read from a PTY after its program exits (what it left there,
+/// and what anything else still holding the terminal writes meanwhile).
+const FINAL_READ_BYTES: u64 = 1 << 20;
 
 thread_local! {
     /// One read buffer per worker thread, not per session, so idle sessions
@@ -87,6 +86,10 @@ struct Attacher {
     /// Cleared when reading gave up waiting for it; set again once it has
     /// caught up.
     waited_for: bool,
+    /// When reading first paused for it since it last caught up: patience
+    /// counts from there, so an attacher that moves on a little now and
+    /// then cannot hold the program to its pace for ever.
+    paused_since: Option<Instant>,
 }
 
 impl State {
@@ -103,8 +106,38 @@ impl State {
     /// Whether an attacher that reading waits for is over half the ring
     /// behind: reading pauses until it is not.
     fn pacing(&self) -> bool {
-        self.lag()
-            .is_some_and(|lag| lag > (self.scrollback.capacity() / 2) as u64)
+        self.lag().is_some_and(|lag| lag > self.pause_bound())
+    }
+
+    fn pause_bound(&self) -> u64 {
+        (self.scrollback.capacity() / 2) as u64
+    }
+
+    /// Reading pauses for the attachers over half the ring behind: when its
+    /// patience with them runs out.
+    fn pause(&mut self, patience: Duration) -> Instant {
+        let now = Instant::now();
+        let end = self.scrollback.end_offset();
+        let bound = self.pause_bound();
+        self.attachers
+            .values_mut()
+            .filter(|attacher| attacher.waited_for && end.saturating_sub(attacher.offset) > bound)
+            .map(|attacher| *attacher.paused_since.get_or_insert(now) + patience)
+            .min()
+            .unwrap_or(now)
+    }
+
+    /// Reading's patience ran out: it no longer waits for the attachers
+    /// over half the ring behind, until they catch up.
+    fn stop_waiting_for_laggards(&mut self) {
+        let end = self.scrollback.end_offset();
+        let bound = self.pause_bound();
+        for attacher in self.attachers.values_mut() {
+            if end.saturating_sub(attacher.offset) > bound {
+                attacher.waited_for = false;
+                attacher.paused_since = None;
+            }
+        }
     }
 
     /// How many bytes may be read without lapping an attacher that reading
@@ -159,8 +192,9 @@ pub enum Event {
 
 /// Where one attacher is in a session's event history. While it exists,
 /// reading the terminal pauses whenever it is over half the scrollback
-/// behind and never laps it (for up to [`PATIENCE`] at a time), so an
-/// attacher that keeps reading loses no output to the ring.
+/// behind and never laps it (for at most the attacher patience between two
+/// times it catches up), so an attacher that keeps reading loses no output
+/// to the ring.
 pub struct Cursor {
     session: Arc<Session>,
     number: u64,
@@ -197,6 +231,8 @@ pub struct Session {
     changes: watch::Sender<()>,
     /// Pinged when an attacher moves on or leaves; paced reading waits on it.
     progress: Notify,
+    /// How long reading waits for an attacher that lags; see [`Cursor`].
+    patience: Duration,
     /// Becomes true once the program has exited and been reaped.
     exited: watch::Sender<bool>,
     /// Bumped after a change `List` shows (exit, title, size).
@@ -218,7 +254,7 @@ impl Session {
         spawned: Spawned,
         cols: u16,
         rows: u16,
-        scrollback_bytes: usize,
+        settings: &SessionSettings,
         exits: broadcast::Sender<ExitNotice>,
         generation: Generation,
     ) -> Result<(Arc<Self>, impl Future<Output = ()> + Send + 'static)> {
@@ -242,7 +278,7 @@ impl Session {
             master,
             input: tokio::sync::Mutex::new(()),
             state: Mutex::new(State {
-                scrollback: Scrollback::new(scrollback_bytes),
+                scrollback: Scrollback::new(settings.scrollback_bytes),
                 titles: TitleTracker::new(),
                 title: String::new(),
                 title_version: 0,
@@ -255,6 +291,7 @@ impl Session {
             produced: AtomicU64::new(0),
             changes: watch::Sender::new(()),
             progress: Notify::new(),
+            patience: settings.attacher_patience,
             exited: watch::Sender::new(false),
             generation,
             exited_at_boot: std::sync::OnceLock::new(),
@@ -393,6 +430,7 @@ impl Session {
             Attacher {
                 offset,
                 waited_for: true,
+                paused_since: None,
             },
         );
         drop(state);
@@ -439,7 +477,10 @@ impl Session {
         let end = state.scrollback.end_offset();
         if let Some(attacher) = state.attachers.get_mut(&cursor.number) {
             attacher.offset = cursor.offset;
-            attacher.waited_for |= cursor.offset >= end;
+            if cursor.offset >= end {
+                attacher.waited_for = true;
+                attacher.paused_since = None;
+            }
         }
         drop(state);
         if matches!(event, Some(Event::Output { .. } | Event::Truncated { .. })) {
@@ -479,15 +520,15 @@ impl Session {
     async fn drive(self: Arc<Self>, pidfd: AsyncFd<OwnedFd>, exits: broadcast::Sender<ExitNotice>) {
         let mut reading = true;
         // Set while reading waits for a slow attacher: until when.
-        let mut paced: Option<Instant> = None;
+        let mut paused: Option<Instant> = None;
         loop {
             tokio::select! {
                 biased;
-                ready = self.master.readable(), if reading && paced.is_none() => match ready {
-                    Ok(mut ready) => match self.read_some(true) {
+                ready = self.master.readable(), if reading && paused.is_none() => match ready {
+                    Ok(mut ready) => match self.read_some() {
                         Ok(ReadOutcome::Drained) => ready.clear_ready(),
                         Ok(ReadOutcome::More) => tokio::task::yield_now().await,
-                        Ok(ReadOutcome::Paced) => paced = Some(Instant::now() + PATIENCE),
+                        Ok(ReadOutcome::Paced) => paused = Some(self.state().pause(self.patience)),
                         Ok(ReadOutcome::Closed) => reading = false,
                         Err(error) => {
                             tracing::warn!(session_id = %self.id, %error, "reading the PTY failed");
@@ -499,14 +540,14 @@ impl Session {
                         reading = false;
                     }
                 },
-                () = self.progress.notified(), if paced.is_some() => {
-                    if !self.state().pacing() {
-                        paced = None;
-                    }
+                () = self.progress.notified(), if paused.is_some() => {
+                    let mut state = self.state();
+                    paused = state.pacing().then(|| state.pause(self.patience));
                 },
-                () = tokio::time::sleep_until(paced.unwrap_or_else(Instant::now)), if paced.is_some() => {
-                    self.stop_waiting_for_laggards();
-                    paced = None;
+                () = tokio::time::sleep_until(paused.unwrap_or_else(Instant::now)), if paused.is_some() => {
+                    self.state().stop_waiting_for_laggards();
+                    tracing::debug!(session_id = %self.id, "an attacher lags; reading on without it");
+                    paused = None;
                 },
                 ready = pidfd.readable() => match ready {
                     Ok(_) => break,
@@ -517,9 +558,9 @@ impl Session {
                 },
             }
         }
-        // Whatever the program wrote before exiting is still in the PTY;
-        // read it all, whoever lags.
-        while reading && matches!(self.read_some(false), Ok(ReadOutcome::More)) {}
+        if reading {
+            self.read_what_is_left().await;
+        }
         let exit = reap(&pidfd).await;
         tracing::debug!(session_id = %self.id, ?exit, "session exited");
         let _ = self.exited_at_boot.set(holdfast::proc_stat::since_boot());
@@ -534,32 +575,34 @@ impl Session {
         });
     }
 
-    /// Reading waited [`PATIENCE`] for the attachers now over half the
-    /// ring behind; it stops waiting for them until they catch up.
-    fn stop_waiting_for_laggards(&self) {
-        let mut state = self.state();
-        let end = state.scrollback.end_offset();
-        let bound = (state.scrollback.capacity() / 2) as u64;
-        for attacher in state.attachers.values_mut() {
-            if end.saturating_sub(attacher.offset) > bound {
-                attacher.waited_for = false;
+    /// Reads what the program left in the PTY when it exited, still paced
+    /// to the attachers, until the PTY is empty or closed, or
+    /// [`FINAL_READ_BYTES`] have come (something else holding the terminal
+    /// may write on for ever).
+    async fn read_what_is_left(&self) {
+        let start = self.output_offset();
+        while self.output_offset() - start < FINAL_READ_BYTES {
+            match self.read_some() {
+                Ok(ReadOutcome::More) => tokio::task::yield_now().await,
+                Ok(ReadOutcome::Paced) => {
+                    let until = self.state().pause(self.patience);
+                    tokio::select! {
+                        () = self.progress.notified() => {}
+                        () = tokio::time::sleep_until(until) => self.state().stop_waiting_for_laggards(),
+                    }
+                }
+                Ok(ReadOutcome::Drained | ReadOutcome::Closed) | Err(_) => break,
             }
         }
-        drop(state);
-        tracing::debug!(session_id = %self.id, "an attacher lags; reading on without it");
     }
 
-    /// Reads what the PTY has, up to a few buffers' worth; when `paced`,
-    /// never more than lapping an attacher would take, and stopping once
-    /// one is over half the ring behind.
-    fn read_some(&self, paced: bool) -> io::Result<ReadOutcome> {
+    /// Reads what the PTY has, up to a few buffers' worth, never more than
+    /// lapping an attacher would take, stopping once one is over half the
+    /// ring behind.
+    fn read_some(&self) -> io::Result<ReadOutcome> {
         READ_BUFFER.with_borrow_mut(|buffer| {
             for _ in 0..READS_PER_WAKEUP {
-                let room = if paced {
-                    self.state().room()
-                } else {
-                    usize::MAX
-                };
+                let room = self.state().room();
                 if room == 0 {
                     return Ok(ReadOutcome::Paced);
                 }
@@ -567,7 +610,7 @@ impl Session {
                 match rustix::io::read(self.master.get_ref(), &mut buffer[..limit]) {
                     Ok(0) => return Ok(ReadOutcome::Closed),
                     Ok(read) => {
-                        if self.append(&buffer[..read]) && paced {
+                        if self.append(&buffer[..read]) {
                             return Ok(ReadOutcome::Paced);
                         }
                     }

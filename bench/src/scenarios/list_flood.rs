@@ -48,16 +48,18 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     // The drainers run on a runtime of their own, as tmux's are processes
     // of their own: on the harness's one thread, the list's answer waited
     // behind 50 streams' output.
-    let draining = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let draining = Background(Some(
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?,
+    ));
     let mut drainers = Vec::new();
     for session in &sessions {
         let uri = host.uri.clone();
         let session_id = session.session_id.clone();
         let (attached, started) = tokio::sync::oneshot::channel();
-        drainers.push(draining.spawn(async move {
+        drainers.push(draining.handle().spawn(async move {
             let channel = Channel::from_shared(uri)?.connect().await?;
             let stream = TerminalServiceClient::new(channel)
                 .attach_session(pb::AttachSessionRequest {
@@ -102,7 +104,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     for drainer in drainers {
         drained += drainer.await??;
     }
-    draining.shutdown_background();
+    drop(draining);
     // The daemon hangs up the `yes` sessions before tmux floods.
     drop(host);
     drop(home);
@@ -146,6 +148,24 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
 
 /// The same flood in tmux; returns the list latencies, bytes drained and
 /// the seconds they took.
+/// A runtime inside the harness's own: dropped from async code (also on an
+/// early return), it must shut down in the background.
+struct Background(Option<tokio::runtime::Runtime>);
+
+impl Background {
+    fn handle(&self) -> &tokio::runtime::Handle {
+        self.0.as_ref().expect("present until dropped").handle()
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 fn tmux_flood(scale: &super::Scale) -> Result<(Samples, u64, f64)> {
     let tmux = Tmux::start()?;
     let mut drainers = Vec::new();
