@@ -99,14 +99,15 @@ fn seq_output() -> Vec<u8> {
 /// The echo of the `go` that starts the flood.
 const GO_ECHO: &[u8] = b"go\r\n";
 
-/// A daemon with a 64 KiB ring and the given attacher patience, and an
-/// attacher from byte 0 of a session just told to print `seq 1 LINES`.
+/// A daemon with the given ring and attacher patience, and an attacher
+/// from byte 0 of a session just told to print `seq 1 LINES`.
 async fn flood_with_an_attacher(
+    ring: &str,
     patience_ms: &str,
 ) -> (Daemon, DaemonClient, String, Streaming<pb::AttachResponse>) {
     let daemon = Daemon::start_with(&[
         "--scrollback-bytes",
-        "65536",
+        ring,
         "--attacher-patience-ms",
         patience_ms,
     ])
@@ -121,7 +122,7 @@ async fn flood_with_an_attacher(
 
 #[tokio::test]
 async fn output_waits_for_an_attacher_that_has_not_read_it() {
-    let (_daemon, mut client, id, mut stream) = flood_with_an_attacher("600000").await;
+    let (_daemon, mut client, id, mut stream) = flood_with_an_attacher("65536", "600000").await;
     let total = (GO_ECHO.len() + seq_output().len()) as u64;
     // Nothing read yet: once the window to the client is full, the program
     // must be held where it is (the same offset for 20 polls in a row),
@@ -142,6 +143,10 @@ async fn output_waits_for_an_attacher_that_has_not_read_it() {
         }
     }
     assert!(held < total, "the program ran to the end ({held} bytes)");
+    assert!(
+        held > 65536,
+        "the output stood still before filling the ring ({held} bytes)"
+    );
     // Then everything arrives, nothing lost to the ring.
     let received = receive_all(&mut stream).await;
     assert_eq!(received.truncated, vec![], "output was lost to the ring");
@@ -153,8 +158,29 @@ async fn output_waits_for_an_attacher_that_has_not_read_it() {
 }
 
 #[tokio::test]
+async fn an_attacher_slower_than_the_program_loses_nothing_while_it_reads() {
+    // The default ring and patience; the reader takes ~3 s at 4 MB/s, far
+    // longer than the patience, but reads far more than half a ring in it.
+    let (_daemon, _client, _id, mut stream) = flood_with_an_attacher("1048576", "1000").await;
+    let mut received = Received::default();
+    let taken = std::cell::Cell::new(0);
+    receive_until(&mut stream, &mut received, |received| {
+        let new = received.output.len() - taken.replace(received.output.len());
+        std::thread::sleep(std::time::Duration::from_nanos(new as u64 * 250));
+        received.exited.is_some()
+    })
+    .await;
+    assert_eq!(received.truncated, vec![], "output was lost to the ring");
+    assert!(
+        received.output == [GO_ECHO, &seq_output()].concat(),
+        "output differs ({} bytes)",
+        received.output.len()
+    );
+}
+
+#[tokio::test]
 async fn an_attacher_that_stops_reading_does_not_stop_the_program() {
-    let (_daemon, client, id, mut stalled) = flood_with_an_attacher("200").await;
+    let (_daemon, client, id, mut stalled) = flood_with_an_attacher("65536", "200").await;
     // Never read until the program is done: the daemon waits for this
     // attacher a while, then reads on without it.
     let gone = exited(&client, &id).await;
@@ -172,7 +198,13 @@ async fn an_attacher_that_stops_reading_does_not_stop_the_program() {
 
 #[tokio::test]
 async fn what_a_program_leaves_in_a_small_ring_still_reaches_its_attacher() {
-    let daemon = Daemon::start_with(&["--scrollback-bytes", "1024"]).await;
+    let daemon = Daemon::start_with(&[
+        "--scrollback-bytes",
+        "1024",
+        "--attacher-patience-ms",
+        "600000",
+    ])
+    .await;
     let mut client = daemon.client().await;
     // 20,000 bytes, no newline translation: most of it is still in the
     // PTY when the program exits, far more than the ring holds.

@@ -35,11 +35,11 @@ pub struct Args {
     /// no longer be attached to or listed).
     #[arg(long, env = "HOLDFAST_EXIT_RETENTION_SECS", default_value_t = 600)]
     exit_retention_secs: u64,
-    /// How long, in all, reading a session's terminal waits for an attached
-    /// client that has fallen over half the scrollback behind, before
-    /// reading on without it (it is then told what it missed). Until then
-    /// the program's output is paced to that client, so a client that
-    /// keeps reading loses nothing.
+    /// How long reading a session's terminal waits for an attached client
+    /// that has fallen over half the scrollback behind to read half a
+    /// scrollback more, before reading on without it (it is then told what
+    /// it missed). Until then the program's output is paced to that
+    /// client, so a client that keeps reading loses nothing.
     #[arg(long, env = "HOLDFAST_ATTACHER_PATIENCE_MS", default_value_t = 1000,
           value_parser = clap::value_parser!(u64).range(0..=600_000))]
     attacher_patience_ms: u64,

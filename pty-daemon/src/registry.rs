@@ -19,8 +19,9 @@ pub struct SessionSettings {
     pub scrollback_bytes: usize,
     /// How long an exited session stays listed.
     pub exit_retention: Duration,
-    /// How long reading a terminal waits, in all, for an attacher over
-    /// half the scrollback behind before reading on without it.
+    /// How long reading a terminal waits for an attacher over half the
+    /// scrollback behind to read half a scrollback more, before reading on
+    /// without it.
     pub attacher_patience: Duration,
 }
 

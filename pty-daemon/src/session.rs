@@ -86,10 +86,11 @@ struct Attacher {
     /// Cleared when reading gave up waiting for it; set again once it has
     /// caught up.
     waited_for: bool,
-    /// When reading first paused for it since it last caught up: patience
-    /// counts from there, so an attacher that moves on a little now and
-    /// then cannot hold the program to its pace for ever.
-    paused_since: Option<Instant>,
+    /// When reading first paused for it, and where it was then. Patience
+    /// counts from there until it has read half a ring more (or caught
+    /// up), so one that keeps reading is waited for as long as it reads,
+    /// and one that moves on a little now and then is not.
+    paused: Option<(Instant, u64)>,
 }
 
 impl State {
@@ -122,7 +123,7 @@ impl State {
         self.attachers
             .values_mut()
             .filter(|attacher| attacher.waited_for && end.saturating_sub(attacher.offset) > bound)
-            .map(|attacher| *attacher.paused_since.get_or_insert(now) + patience)
+            .map(|attacher| attacher.paused.get_or_insert((now, attacher.offset)).0 + patience)
             .min()
             .unwrap_or(now)
     }
@@ -135,7 +136,7 @@ impl State {
         for attacher in self.attachers.values_mut() {
             if end.saturating_sub(attacher.offset) > bound {
                 attacher.waited_for = false;
-                attacher.paused_since = None;
+                attacher.paused = None;
             }
         }
     }
@@ -192,9 +193,9 @@ pub enum Event {
 
 /// Where one attacher is in a session's event history. While it exists,
 /// reading the terminal pauses whenever it is over half the scrollback
-/// behind and never laps it (for at most the attacher patience between two
-/// times it catches up), so an attacher that keeps reading loses no output
-/// to the ring.
+/// behind and never laps it, as long as it reads half a scrollback within
+/// the attacher patience, so an attacher that keeps reading loses no
+/// output to the ring.
 pub struct Cursor {
     session: Arc<Session>,
     number: u64,
@@ -430,7 +431,7 @@ impl Session {
             Attacher {
                 offset,
                 waited_for: true,
-                paused_since: None,
+                paused: None,
             },
         );
         drop(state);
@@ -475,11 +476,18 @@ impl Session {
         let mut state = self.state();
         let event = Self::next_of(&state, cursor);
         let end = state.scrollback.end_offset();
+        let bound = state.pause_bound();
         if let Some(attacher) = state.attachers.get_mut(&cursor.number) {
             attacher.offset = cursor.offset;
             if cursor.offset >= end {
                 attacher.waited_for = true;
-                attacher.paused_since = None;
+            }
+            if cursor.offset >= end
+                || attacher
+                    .paused
+                    .is_some_and(|(_, from)| cursor.offset.saturating_sub(from) >= bound)
+            {
+                attacher.paused = None;
             }
         }
         drop(state);
@@ -584,13 +592,18 @@ impl Session {
         while self.output_offset() - start < FINAL_READ_BYTES {
             match self.read_some() {
                 Ok(ReadOutcome::More) => tokio::task::yield_now().await,
-                Ok(ReadOutcome::Paced) => {
+                Ok(ReadOutcome::Paced) => loop {
                     let until = self.state().pause(self.patience);
                     tokio::select! {
-                        () = self.progress.notified() => {}
-                        () = tokio::time::sleep_until(until) => self.state().stop_waiting_for_laggards(),
+                        () = self.progress.notified() => if !self.state().pacing() {
+                            break;
+                        },
+                        () = tokio::time::sleep_until(until) => {
+                            self.state().stop_waiting_for_laggards();
+                            break;
+                        }
                     }
-                }
+                },
                 Ok(ReadOutcome::Drained | ReadOutcome::Closed) | Err(_) => break,
             }
         }

@@ -146,8 +146,6 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
-/// The same flood in tmux; returns the list latencies, bytes drained and
-/// the seconds they took.
 /// A runtime inside the harness's own: dropped from async code (also on an
 /// early return), it must shut down in the background.
 struct Background(Option<tokio::runtime::Runtime>);
@@ -166,6 +164,8 @@ impl Drop for Background {
     }
 }
 
+/// The same flood in tmux; returns the list latencies, bytes drained and
+/// the seconds they took.
 fn tmux_flood(scale: &super::Scale) -> Result<(Samples, u64, f64)> {
     let tmux = Tmux::start()?;
     let mut drainers = Vec::new();
