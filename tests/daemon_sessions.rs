@@ -120,6 +120,16 @@ async fn flood_with_an_attacher(
     (daemon, client, session.session_id, stream)
 }
 
+/// Asserts that `received` is all of the flood, nothing lost to the ring.
+fn assert_whole_flood(received: &Received) {
+    assert_eq!(received.truncated, vec![], "output was lost to the ring");
+    assert!(
+        received.output == [GO_ECHO, &seq_output()].concat(),
+        "output differs ({} bytes)",
+        received.output.len()
+    );
+}
+
 #[tokio::test]
 async fn output_waits_for_an_attacher_that_has_not_read_it() {
     let (_daemon, mut client, id, mut stream) = flood_with_an_attacher("65536", "600000").await;
@@ -149,12 +159,7 @@ async fn output_waits_for_an_attacher_that_has_not_read_it() {
     );
     // Then everything arrives, nothing lost to the ring.
     let received = receive_all(&mut stream).await;
-    assert_eq!(received.truncated, vec![], "output was lost to the ring");
-    assert!(
-        received.output == [GO_ECHO, &seq_output()].concat(),
-        "output differs ({} bytes)",
-        received.output.len()
-    );
+    assert_whole_flood(&received);
 }
 
 #[tokio::test]
@@ -170,12 +175,7 @@ async fn an_attacher_slower_than_the_program_loses_nothing_while_it_reads() {
         received.exited.is_some()
     })
     .await;
-    assert_eq!(received.truncated, vec![], "output was lost to the ring");
-    assert!(
-        received.output == [GO_ECHO, &seq_output()].concat(),
-        "output differs ({} bytes)",
-        received.output.len()
-    );
+    assert_whole_flood(&received);
 }
 
 #[tokio::test]

@@ -148,9 +148,7 @@ impl Registry {
         sessions.reserved.remove(&session_id);
         let (session, driver) = started?;
         sessions.by_id.insert(session_id, Arc::clone(&session));
-        sessions.ordered = None;
-        drop(sessions);
-        self.generation.bump();
+        self.changed(sessions);
         // Spawned only now that the session is findable: with no retention
         // it is forgotten the moment its exit is recorded.
         let registry = Arc::downgrade(&self);
@@ -176,10 +174,16 @@ impl Registry {
             return;
         }
         sessions.by_id.remove(session.id());
+        self.changed(sessions);
+        tracing::debug!(session_id = %session.id(), "forgot an exited session past its retention");
+    }
+
+    /// After a session came or went: the ordered list is stale and lists
+    /// have a new generation (bumped once the lock is let go).
+    fn changed(&self, mut sessions: MutexGuard<'_, Sessions>) {
         sessions.ordered = None;
         drop(sessions);
         self.generation.bump();
-        tracing::debug!(session_id = %session.id(), "forgot an exited session past its retention");
     }
 
     fn reserve(&self, session_id: Option<String>) -> Result<String> {

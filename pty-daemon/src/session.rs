@@ -114,30 +114,31 @@ impl State {
         (self.scrollback.capacity() / 2) as u64
     }
 
-    /// Reading pauses for the attachers over half the ring behind: when its
-    /// patience with them runs out.
-    fn pause(&mut self, patience: Duration) -> Instant {
-        let now = Instant::now();
+    /// The attachers reading waits for that are over half the ring behind.
+    fn laggards(&mut self) -> impl Iterator<Item = &mut Attacher> {
         let end = self.scrollback.end_offset();
         let bound = self.pause_bound();
-        self.attachers
-            .values_mut()
-            .filter(|attacher| attacher.waited_for && end.saturating_sub(attacher.offset) > bound)
+        self.attachers.values_mut().filter(move |attacher| {
+            attacher.waited_for && end.saturating_sub(attacher.offset) > bound
+        })
+    }
+
+    /// Reading pauses for the laggards: when its patience with them runs
+    /// out.
+    fn pause(&mut self, patience: Duration) -> Instant {
+        let now = Instant::now();
+        self.laggards()
             .map(|attacher| attacher.paused.get_or_insert((now, attacher.offset)).0 + patience)
             .min()
             .unwrap_or(now)
     }
 
-    /// Reading's patience ran out: it no longer waits for the attachers
-    /// over half the ring behind, until they catch up.
+    /// Reading's patience ran out: it no longer waits for the laggards
+    /// until they catch up.
     fn stop_waiting_for_laggards(&mut self) {
-        let end = self.scrollback.end_offset();
-        let bound = self.pause_bound();
-        for attacher in self.attachers.values_mut() {
-            if end.saturating_sub(attacher.offset) > bound {
-                attacher.waited_for = false;
-                attacher.paused = None;
-            }
+        for attacher in self.laggards() {
+            attacher.waited_for = false;
+            attacher.paused = None;
         }
     }
 
@@ -527,16 +528,16 @@ impl Session {
     /// Reads output until the program exits, then reaps it.
     async fn drive(self: Arc<Self>, pidfd: AsyncFd<OwnedFd>, exits: broadcast::Sender<ExitNotice>) {
         let mut reading = true;
-        // Set while reading waits for a slow attacher: until when.
-        let mut paused: Option<Instant> = None;
+        // Set while reading waits for a slow attacher.
+        let mut paused = false;
         loop {
             tokio::select! {
                 biased;
-                ready = self.master.readable(), if reading && paused.is_none() => match ready {
+                ready = self.master.readable(), if reading && !paused => match ready {
                     Ok(mut ready) => match self.read_some() {
                         Ok(ReadOutcome::Drained) => ready.clear_ready(),
                         Ok(ReadOutcome::More) => tokio::task::yield_now().await,
-                        Ok(ReadOutcome::Paced) => paused = Some(self.state().pause(self.patience)),
+                        Ok(ReadOutcome::Paced) => paused = true,
                         Ok(ReadOutcome::Closed) => reading = false,
                         Err(error) => {
                             tracing::warn!(session_id = %self.id, %error, "reading the PTY failed");
@@ -548,15 +549,7 @@ impl Session {
                         reading = false;
                     }
                 },
-                () = self.progress.notified(), if paused.is_some() => {
-                    let mut state = self.state();
-                    paused = state.pacing().then(|| state.pause(self.patience));
-                },
-                () = tokio::time::sleep_until(paused.unwrap_or_else(Instant::now)), if paused.is_some() => {
-                    self.state().stop_waiting_for_laggards();
-                    tracing::debug!(session_id = %self.id, "an attacher lags; reading on without it");
-                    paused = None;
-                },
+                () = self.wait_for_attachers(), if paused => paused = false,
                 ready = pidfd.readable() => match ready {
                     Ok(_) => break,
                     Err(error) => {
@@ -583,6 +576,29 @@ impl Session {
         });
     }
 
+    /// Waits until no attacher that reading waits for is over half the ring
+    /// behind, or until the patience with the laggards runs out (then
+    /// reading stops waiting for them).
+    async fn wait_for_attachers(&self) {
+        loop {
+            let until = {
+                let mut state = self.state();
+                if !state.pacing() {
+                    return;
+                }
+                state.pause(self.patience)
+            };
+            tokio::select! {
+                () = self.progress.notified() => {}
+                () = tokio::time::sleep_until(until) => {
+                    self.state().stop_waiting_for_laggards();
+                    tracing::debug!(session_id = %self.id, "an attacher lags; reading on without it");
+                    return;
+                }
+            }
+        }
+    }
+
     /// Reads what the program left in the PTY when it exited, still paced
     /// to the attachers, until the PTY is empty or closed, or
     /// [`FINAL_READ_BYTES`] have come (something else holding the terminal
@@ -592,18 +608,7 @@ impl Session {
         while self.output_offset() - start < FINAL_READ_BYTES {
             match self.read_some() {
                 Ok(ReadOutcome::More) => tokio::task::yield_now().await,
-                Ok(ReadOutcome::Paced) => loop {
-                    let until = self.state().pause(self.patience);
-                    tokio::select! {
-                        () = self.progress.notified() => if !self.state().pacing() {
-                            break;
-                        },
-                        () = tokio::time::sleep_until(until) => {
-                            self.state().stop_waiting_for_laggards();
-                            break;
-                        }
-                    }
-                },
+                Ok(ReadOutcome::Paced) => self.wait_for_attachers().await,
                 Ok(ReadOutcome::Drained | ReadOutcome::Closed) | Err(_) => break,
             }
         }
