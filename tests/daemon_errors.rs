@@ -205,6 +205,51 @@ async fn bad_input_gets_precise_statuses() {
 }
 
 #[tokio::test]
+async fn start_refuses_what_spawn_refuses_before_starting_anything() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let live = spawn(&mut client, &["sleep", "1000"]).await;
+    let start = |edit: &dyn Fn(&mut pb::SpawnRequest)| {
+        let mut request = spawn_request(&["sleep", "1"]);
+        edit(&mut request);
+        pb::StartRequest {
+            spawn: Some(request),
+        }
+    };
+    expect_status(
+        client.start(pb::StartRequest { spawn: None }).await,
+        Code::InvalidArgument,
+        "spawn is required",
+    );
+    expect_status(
+        client.start(start(&|r| r.cols = 0)).await,
+        Code::InvalidArgument,
+        "cols must be between 1 and 10000",
+    );
+    expect_status(
+        client
+            .start(start(&|r| r.argv = vec!["no-such-program-x".into()]))
+            .await,
+        Code::NotFound,
+        "no-such-program-x",
+    );
+    expect_status(
+        client
+            .start(start(&|r| r.session_id = live.session_id.clone()))
+            .await,
+        Code::AlreadyExists,
+        &live.session_id,
+    );
+    let sessions = client
+        .list(pb::ListRequest::default())
+        .await
+        .expect("list")
+        .into_inner()
+        .sessions;
+    assert_eq!(sessions.len(), 1, "nothing else started: {sessions:?}");
+}
+
+#[tokio::test]
 async fn an_exited_session_takes_no_input_or_resize_but_kill_is_idempotent() {
     let daemon = Daemon::start().await;
     let mut client = daemon.client().await;

@@ -45,6 +45,27 @@ async fn replay_from_zero_after_exit_then_exit_event() {
 }
 
 #[tokio::test]
+async fn a_started_session_outlives_its_stream() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let (session, mut stream) = start(&mut client, &["cat"]).await;
+    write(&client, &session.session_id, "one\n").await;
+    receive_text(&mut stream, &mut Received::default(), "one\r\none").await;
+    drop(stream);
+    write(&client, &session.session_id, "two\n").await;
+    let mut stream = attach(&mut client, &session.session_id, Some(0)).await;
+    let mut received = Received::default();
+    receive_text(&mut stream, &mut received, "two\r\ntwo\r\n").await;
+    assert_eq!(received.text(), "one\r\none\r\ntwo\r\ntwo\r\n");
+    assert!(
+        find(&mut client, &session.session_id)
+            .await
+            .expect("listed")
+            .alive
+    );
+}
+
+#[tokio::test]
 async fn resume_from_a_middle_offset_gives_exactly_the_rest() {
     let daemon = Daemon::start().await;
     let mut client = daemon.client().await;
@@ -130,13 +151,10 @@ fn assert_whole_flood(received: &Received) {
     );
 }
 
-#[tokio::test]
-async fn output_waits_for_an_attacher_that_has_not_read_it() {
-    let (_daemon, mut client, id, mut stream) = flood_with_an_attacher("65536", "600000").await;
-    let total = (GO_ECHO.len() + seq_output().len()) as u64;
-    // Nothing read yet: once the window to the client is full, the program
-    // must be held where it is (the same offset for 20 polls in a row),
-    // not run to the end through the ring.
+/// Asserts that a session's output stands still (the same offset for 20
+/// polls in a row) past the 64 KiB ring but short of `total`: its program
+/// is held for an attacher that has not read.
+async fn assert_held_short_of(client: &mut DaemonClient, id: &str, total: u64) {
     let deadline = std::time::Instant::now() + PATIENCE;
     let (mut held, mut polls_unmoved) = (0, 0);
     while polls_unmoved < 20 {
@@ -145,7 +163,7 @@ async fn output_waits_for_an_attacher_that_has_not_read_it() {
             "the output never stood still"
         );
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        let offset = find(&mut client, &id).await.expect("listed").output_offset;
+        let offset = find(client, id).await.expect("listed").output_offset;
         if offset == held {
             polls_unmoved += 1;
         } else {
@@ -157,6 +175,46 @@ async fn output_waits_for_an_attacher_that_has_not_read_it() {
         held > 65536,
         "the output stood still before filling the ring ({held} bytes)"
     );
+}
+
+#[tokio::test]
+async fn start_streams_a_session_from_its_first_byte_to_its_exit() {
+    let daemon = Daemon::start_with(&[
+        "--scrollback-bytes",
+        "65536",
+        "--attacher-patience-ms",
+        "600000",
+    ])
+    .await;
+    let mut client = daemon.client().await;
+    let lines = LINES.to_string();
+    let (session, mut stream) = start(&mut client, &["seq", "1", &lines]).await;
+    assert!(
+        session.pid > 0 && !session.session_id.is_empty(),
+        "{session:?}"
+    );
+    // Attached before anything was read: with nothing read from the
+    // stream, the flood is held for it from its very first byte.
+    assert_held_short_of(&mut client, &session.session_id, seq_output().len() as u64).await;
+    let received = receive_all(&mut stream).await;
+    assert_eq!(received.first_offset, Some(0));
+    assert_eq!(received.truncated, vec![], "output was lost to the ring");
+    assert!(
+        received.output == seq_output(),
+        "output differs ({} bytes)",
+        received.output.len()
+    );
+    assert_eq!(received.exited.and_then(|exited| exited.exit_code), Some(0));
+    assert!(next_message(&mut stream, "the end").await.is_none());
+}
+
+#[tokio::test]
+async fn output_waits_for_an_attacher_that_has_not_read_it() {
+    let (_daemon, mut client, id, mut stream) = flood_with_an_attacher("65536", "600000").await;
+    let total = (GO_ECHO.len() + seq_output().len()) as u64;
+    // Nothing read yet: once the window to the client is full, the program
+    // must be held where it is, not run to the end through the ring.
+    assert_held_short_of(&mut client, &id, total).await;
     // Then everything arrives, nothing lost to the ring.
     let received = receive_all(&mut stream).await;
     assert_whole_flood(&received);

@@ -106,6 +106,7 @@ async fn the_readme_grpcurl_and_buf_curl_examples_work_as_written() {
                 "\"sessionId\": \"demo\"",
                 "\"signal\": 1",
                 "\"daemon\": {",
+                "c3RhcnRlZA0K",
             ],
         ),
     ];

@@ -358,6 +358,15 @@ pub async fn attach_daemon(
     Ok(client.attach(request).await?.into_inner())
 }
 
+/// Starts a session and streams it from its first byte (`Start`).
+pub async fn start_via_daemon(
+    client: &mut DaemonClient,
+    spawn: daemon_pb::SpawnRequest,
+) -> Result<tonic::Streaming<daemon_pb::StartResponse>> {
+    let request = daemon_pb::StartRequest { spawn: Some(spawn) };
+    Ok(client.start(request).await?.into_inner())
+}
+
 pub async fn write_daemon(client: &mut DaemonClient, session_id: &str, data: &[u8]) -> Result<()> {
     let request = daemon_pb::WriteRequest {
         session_id: session_id.into(),

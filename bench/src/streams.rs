@@ -51,6 +51,16 @@ impl AttachEvent for host_pb::StartSessionResponse {
     }
 }
 
+impl AttachEvent for daemon_pb::StartResponse {
+    fn event(&self) -> Event<'_> {
+        use daemon_pb::start_response::Event as E;
+        match &self.event {
+            Some(E::Attach(event)) => event.event(),
+            _ => Event::Other,
+        }
+    }
+}
+
 /// Waits for the first output bytes.
 pub async fn first_output<T: AttachEvent>(stream: &mut Streaming<T>) -> Result<()> {
     while let Some(message) = stream.message().await? {

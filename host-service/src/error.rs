@@ -48,6 +48,26 @@ impl Error {
     }
 }
 
+impl Error {
+    /// Whether a spawn that failed so may still have started its program:
+    /// no answer came, or the daemon failed after taking the request. Its
+    /// refusals (bad input, no such program, an id in use) start nothing.
+    pub fn may_have_started(&self) -> bool {
+        match self {
+            Self::DaemonUnavailable(_) => true,
+            Self::Daemon(status) => !matches!(
+                status.code(),
+                tonic::Code::InvalidArgument
+                    | tonic::Code::NotFound
+                    | tonic::Code::AlreadyExists
+                    | tonic::Code::FailedPrecondition
+                    | tonic::Code::Unimplemented
+            ),
+            _ => false,
+        }
+    }
+}
+
 impl From<Error> for tonic::Status {
     fn from(error: Error) -> Self {
         let message = holdfast::status_text::bounded(error.to_string());

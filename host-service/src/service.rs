@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use futures_util::{FutureExt, Stream, StreamExt};
+use futures_util::{Stream, StreamExt};
 use holdfast::daemon_client::DaemonClient;
 use holdfast::proto::daemon::v1 as daemon;
 use holdfast::proto::host::v1 as pb;
@@ -21,6 +21,9 @@ use crate::memory::{AttachGuard, Memory, MemorySession};
 use crate::store::{self, Insert, SessionRow, Status as RowStatus, Store, WorkspaceRow};
 use crate::validate;
 use crate::workspaces::KnownWorkspaces;
+
+/// A daemon session's events, as `Attach` streams them.
+type DaemonEvents = Pin<Box<dyn Stream<Item = Result<daemon::AttachResponse, Status>> + Send>>;
 
 /// Default terminal size when a request leaves it at zero.
 const DEFAULT_SIZE: (u32, u32) = (80, 24);
@@ -98,12 +101,63 @@ impl Host {
     }
 
     /// Starts a new session's program.
-    async fn start(&self, spawn: daemon::SpawnRequest) -> Result<daemon::Session> {
+    async fn spawn(&self, spawn: daemon::SpawnRequest) -> Result<(daemon::Session, ())> {
         let mut client = self.daemon.clone();
         let response = self
             .daemon_call("spawn", client.spawn(self.request(spawn)))
             .await?;
-        Ok(response.session.unwrap_or_default())
+        Ok((response.session.unwrap_or_default(), ()))
+    }
+
+    /// Starts a new session's program with its events streamed from the
+    /// first byte (the daemon's `Start`). Only the start and its first
+    /// message are bounded by the operation timeout, not the stream. The
+    /// stream shares the connection of every attach stream, so it flows
+    /// as an `AttachSession` would.
+    ///
+    /// A daemon of an earlier version, kept running across an upgrade of
+    /// the host-service, has no `Start`: then it is `Spawn` and `Attach`.
+    async fn start(&self, spawn: daemon::SpawnRequest) -> Result<(daemon::Session, DaemonEvents)> {
+        use daemon::start_response::Event;
+        let mut client = self.streams.clone();
+        let start = daemon::StartRequest {
+            spawn: Some(spawn.clone()),
+        };
+        let started = async move {
+            let mut events = client.start(Request::new(start)).await?.into_inner();
+            let Some(Event::Started(session)) = events.message().await?.and_then(|m| m.event)
+            else {
+                return Err(Status::internal(
+                    "the daemon's Start stream did not begin with the session",
+                ));
+            };
+            let events = events.map(|message| match message?.event {
+                Some(Event::Attach(event)) => Ok(event),
+                _ => Err(Status::internal(
+                    "the daemon's Start stream sent something other than an attach event",
+                )),
+            });
+            Ok(Response::new((session, Box::pin(events) as DaemonEvents)))
+        };
+        match self.daemon_call("start", started).await {
+            Err(Error::Daemon(status)) if status.code() == tonic::Code::Unimplemented => {
+                tracing::debug!(
+                    "the pty-daemon has no Start (an earlier version): spawning, then attaching"
+                );
+                let (session, ()) = self.spawn(spawn).await?;
+                match self.open_stream(&session.session_id, Some(0)).await {
+                    Ok(events) => Ok((session, events.boxed())),
+                    Err(error) => {
+                        // Nothing is acknowledged yet: it is ended, as if
+                        // it had never started.
+                        tracing::warn!(session_id = %session.session_id, %error, "started a session but could not stream it");
+                        self.end_unregistered(&session.session_id).await;
+                        Err(error)
+                    }
+                }
+            }
+            started => started,
+        }
     }
 
     /// Ends a session that started but must never become visible; the
@@ -191,14 +245,20 @@ impl Host {
         });
     }
 
-    /// Records and starts a session (`CreateSession`). When `attached`, it
-    /// is registered with one attachment, which the caller takes over with
+    /// Records and starts a session (`CreateSession`), its program started
+    /// by `launch` ([`Host::spawn`] or [`Host::start`], whose second part
+    /// it returns too). When `attached`, it is registered with one
+    /// attachment, which the caller takes over with
     /// [`Memory::attachment`]: no list ever shows it detached.
-    async fn create(
+    async fn create<L, E>(
         &self,
         request: pb::CreateSessionRequest,
         attached: bool,
-    ) -> Result<pb::Session> {
+        launch: impl FnOnce(daemon::SpawnRequest) -> L,
+    ) -> Result<(pb::Session, E)>
+    where
+        L: Future<Output = Result<(daemon::Session, E)>>,
+    {
         let workspace_id = validate::id("workspace_id", &request.workspace_id)?.to_owned();
         let cols = if request.cols == 0 {
             DEFAULT_SIZE.0
@@ -246,7 +306,7 @@ impl Host {
             // The program starts while its row is written. Should the
             // workspace have closed meanwhile, the insert refuses and the
             // program is ended before anything is acknowledged.
-            tokio::join!(self.record(row), self.start(spawn))
+            tokio::join!(self.record(row), launch(spawn))
         } else {
             // Not known open: the row first, so a refused create never
             // runs its program.
@@ -254,12 +314,20 @@ impl Host {
                 self.memory.finish_create(&session_id, None);
                 return Err(refused);
             }
-            (Ok(()), self.start(spawn).await)
+            (Ok(()), launch(spawn).await)
         };
-        let spawned = match (recorded, spawned) {
+        let (spawned, events) = match (recorded, spawned) {
             (Ok(()), Ok(spawned)) => spawned,
             (Ok(()), Err(error)) => {
-                // It never ran: nothing was acknowledged, so the row goes.
+                // Nothing was acknowledged, so the row goes. Without an
+                // answer the program may have started all the same: it is
+                // ended now rather than left to the reaper, without holding
+                // up the answer.
+                if error.may_have_started() {
+                    let host = self.clone();
+                    let session_id = session_id.clone();
+                    tokio::spawn(async move { host.end_unregistered(&session_id).await });
+                }
                 if let Err(store_error) = self.store.delete_session(&session_id).await {
                     tracing::error!(%session_id, %store_error, "removing the row of a failed spawn failed; the reaper will settle it");
                 }
@@ -315,7 +383,7 @@ impl Host {
             created_at: timestamp(created_at),
             output_offset: spawned.output_offset,
         };
-        Ok(session)
+        Ok((session, events))
     }
 
     /// Opens the daemon's attach stream of a session. Only the opening is
@@ -336,12 +404,15 @@ impl Host {
 
     /// Relays a daemon attach stream as the host's, the session counted as
     /// attached (by `guard`) until the stream is dropped.
-    fn relay(
+    fn relay<S>(
         &self,
         session_id: String,
-        events: tonic::Streaming<daemon::AttachResponse>,
+        events: S,
         guard: AttachGuard,
-    ) -> impl Stream<Item = Result<pb::AttachSessionResponse, Status>> + Send + use<> {
+    ) -> impl Stream<Item = Result<pb::AttachSessionResponse, Status>> + Send + use<S>
+    where
+        S: Stream<Item = Result<daemon::AttachResponse, Status>> + Send + 'static,
+    {
         let memory = Arc::clone(&self.memory);
         events.map(move |event| {
             // The guard lives as long as the stream: attached until dropped.
@@ -454,7 +525,9 @@ impl TerminalService for Host {
         &self,
         request: Request<pb::CreateSessionRequest>,
     ) -> Result<Response<pb::CreateSessionResponse>, Status> {
-        let session = self.create(request.into_inner(), false).await?;
+        let (session, ()) = self
+            .create(request.into_inner(), false, |spawn| self.spawn(spawn))
+            .await?;
         Ok(Response::new(pb::CreateSessionResponse {
             session: Some(session),
         }))
@@ -471,32 +544,18 @@ impl TerminalService for Host {
             .into_inner()
             .create
             .ok_or_else(|| Error::InvalidArgument("create is required".into()))?;
-        let session = self.create(create, true).await?;
-        let session_id = session.session_id.clone();
-        let guard = self.memory.attachment(&session_id);
+        let (session, events) = self.create(create, true, |spawn| self.start(spawn)).await?;
+        let guard = self.memory.attachment(&session.session_id);
+        let rest = self
+            .relay(session.session_id.clone(), events, guard)
+            .map(|event| {
+                event.map(|attach| pb::StartSessionResponse {
+                    event: Some(Event::Attach(attach)),
+                })
+            });
         let started = pb::StartSessionResponse {
             event: Some(Event::Started(session)),
         };
-        // The session runs from here on whatever happens, so its first
-        // message goes out before anything else is tried; a stream that
-        // cannot open then ends with the error.
-        let host = self.clone();
-        let rest = async move {
-            match host.open_stream(&session_id, Some(0)).await {
-                Ok(events) => host.relay(session_id, events, guard).left_stream(),
-                Err(error) => {
-                    tracing::warn!(%session_id, %error, "started a session but could not stream it");
-                    futures_util::stream::once(async move { Err(Status::from(error)) })
-                        .right_stream()
-                }
-            }
-        }
-        .flatten_stream()
-        .map(|event| {
-            event.map(|attach| pb::StartSessionResponse {
-                event: Some(Event::Attach(attach)),
-            })
-        });
         let stream = futures_util::stream::once(async { Ok(started) }).chain(rest);
         Ok(Response::new(Box::pin(stream)))
     }

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use tokio::sync::broadcast;
 
 use crate::generation::Generation;
-use crate::session::{ExitNotice, Session};
+use crate::session::{Cursor, ExitNotice, Session};
 use crate::spawn::{self, SpawnSpec};
 
 /// Settings that shape every session.
@@ -115,6 +115,20 @@ impl Registry {
         session_id: Option<String>,
         spec: SpawnSpec,
     ) -> Result<Arc<Session>> {
+        // Nobody reads through this call: its cursor goes at once.
+        let (session, _) = self.spawn_attached(session_id, spec).await?;
+        Ok(session)
+    }
+
+    /// As [`Registry::spawn`], with a cursor at the first byte, made before
+    /// anything is read from the terminal so that none can be missed.
+    /// Reading is paced to the cursor (see [`Cursor`]): read from it, or
+    /// drop it, promptly.
+    pub async fn spawn_attached(
+        self: &Arc<Self>,
+        session_id: Option<String>,
+        spec: SpawnSpec,
+    ) -> Result<(Arc<Session>, Cursor)> {
         let registry = Arc::clone(self);
         tokio::spawn(async move { registry.spawn_detached(session_id, spec).await })
             .await
@@ -125,7 +139,7 @@ impl Registry {
         self: Arc<Self>,
         session_id: Option<String>,
         spec: SpawnSpec,
-    ) -> Result<Arc<Session>> {
+    ) -> Result<(Arc<Session>, Cursor)> {
         let session_id = self.reserve(session_id)?;
         let (cols, rows) = (spec.cols, spec.rows);
         let spawned = tokio::task::spawn_blocking(move || spawn::spawn(spec))
@@ -144,9 +158,15 @@ impl Registry {
                 self.generation.clone(),
             )
         });
+        // Made before the driver reads anything, and outside the registry's
+        // lock (which is never held while taking a session's).
+        let started = started.map(|(session, driver)| {
+            let cursor = session.cursor(Some(0));
+            (session, driver, cursor)
+        });
         let mut sessions = self.sessions();
         sessions.reserved.remove(&session_id);
-        let (session, driver) = started?;
+        let (session, driver, cursor) = started?;
         sessions.by_id.insert(session_id, Arc::clone(&session));
         self.changed(sessions);
         // Spawned only now that the session is findable: with no retention
@@ -163,7 +183,7 @@ impl Registry {
                 registry.forget(&forgotten);
             }
         });
-        Ok(session)
+        Ok((session, cursor))
     }
 
     /// Drops `session` from the registry, its retention over.

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
 use holdfast::proto::daemon::v1 as pb;
 use rustix::process::Signal;
 use tokio::net::UnixListener;
@@ -21,7 +21,7 @@ use crate::kill;
 use crate::listing::{self, ListCache, ListHeads, ListResponse};
 use crate::peer_auth;
 use crate::registry::Registry;
-use crate::session::{Event, ExitStatus};
+use crate::session::{Cursor, Event, ExitStatus, Session};
 use crate::spawn::SpawnSpec;
 use crate::validate;
 
@@ -67,37 +67,36 @@ impl PtyDaemon for DaemonService {
         &self,
         request: Request<pb::SpawnRequest>,
     ) -> Result<Response<pb::SpawnResponse>, Status> {
-        let request = request.into_inner();
-        let session_id = match request.session_id.as_str() {
-            "" => None,
-            id => Some(validate::session_id(id)?.to_owned()),
-        };
-        let (cols, rows) = validate::size(request.cols, request.rows)?;
-        validate::spawn_strings(&request.argv, &request.env)?;
-        let cwd = match request.cwd.as_str() {
-            "" => None,
-            cwd if cwd.starts_with('/') && !cwd.contains('\0') => Some(PathBuf::from(cwd)),
-            cwd => {
-                return Err(Error::InvalidArgument(format!(
-                    "cwd {cwd:?} must be an absolute path"
-                ))
-                .into());
-            }
-        };
-        let spec = SpawnSpec {
-            argv: request.argv,
-            cwd,
-            env: request.env,
-            cols,
-            rows,
-        };
+        let (session_id, spec) = spawn_spec(request.into_inner())?;
         let session = self.registry.spawn(session_id, spec).await?;
-        tracing::info!(session_id = %session.id(), pid = session.pid().as_raw_nonzero(), "spawned");
-        let message = listing::session_message(&session)
-            .map_err(|error| Status::internal(format!("describing the new session: {error}")))?;
         Ok(Response::new(pb::SpawnResponse {
-            session: Some(message),
+            session: Some(started(&session)?),
         }))
+    }
+
+    type StartStream = StartStream;
+
+    async fn start(
+        &self,
+        request: Request<pb::StartRequest>,
+    ) -> Result<Response<StartStream>, Status> {
+        use pb::start_response::Event as E;
+        let spawn = request
+            .into_inner()
+            .spawn
+            .ok_or_else(|| Error::InvalidArgument("spawn is required".into()))?;
+        let (session_id, spec) = spawn_spec(spawn)?;
+        let (session, cursor) = self.registry.spawn_attached(session_id, spec).await?;
+        let first = pb::StartResponse {
+            event: Some(E::Started(started(&session)?)),
+        };
+        let events = attach_events(session, cursor).map(|event| {
+            event.map(|attach| pb::StartResponse {
+                event: Some(E::Attach(attach)),
+            })
+        });
+        let stream = futures_util::stream::once(async { Ok(first) }).chain(events);
+        Ok(Response::new(Box::pin(stream)))
     }
 
     async fn list(
@@ -175,15 +174,7 @@ impl PtyDaemon for DaemonService {
             .registry
             .get(validate::session_id(&request.session_id)?)?;
         let cursor = session.cursor(request.from_offset);
-        let changes = session.changes();
-        let events = futures_util::stream::unfold(
-            (session, cursor, changes),
-            |(session, mut cursor, mut changes)| async move {
-                let event = session.next_event(&mut cursor, &mut changes).await?;
-                Some((Ok(event_to_proto(event)), (session, cursor, changes)))
-            },
-        );
-        Ok(Response::new(Box::pin(events)))
+        Ok(Response::new(Box::pin(attach_events(session, cursor))))
     }
 
     async fn write(
@@ -232,6 +223,59 @@ impl PtyDaemon for DaemonService {
         self.registry.get(session_id)?.resize(cols, rows)?;
         Ok(Response::new(pb::ResizeResponse {}))
     }
+}
+
+/// The stream type of `Start`.
+pub type StartStream = Pin<Box<dyn Stream<Item = Result<pb::StartResponse, Status>> + Send>>;
+
+/// Validates what `Spawn` and `Start` take: the id asked for, if any, and
+/// what to run.
+fn spawn_spec(request: pb::SpawnRequest) -> Result<(Option<String>, SpawnSpec), Status> {
+    let session_id = match request.session_id.as_str() {
+        "" => None,
+        id => Some(validate::session_id(id)?.to_owned()),
+    };
+    let (cols, rows) = validate::size(request.cols, request.rows)?;
+    validate::spawn_strings(&request.argv, &request.env)?;
+    let cwd = match request.cwd.as_str() {
+        "" => None,
+        cwd if cwd.starts_with('/') && !cwd.contains('\0') => Some(PathBuf::from(cwd)),
+        cwd => {
+            return Err(
+                Error::InvalidArgument(format!("cwd {cwd:?} must be an absolute path")).into(),
+            );
+        }
+    };
+    let spec = SpawnSpec {
+        argv: request.argv,
+        cwd,
+        env: request.env,
+        cols,
+        rows,
+    };
+    Ok((session_id, spec))
+}
+
+/// Logs a new session and describes it.
+fn started(session: &Session) -> Result<pb::Session, Status> {
+    tracing::info!(session_id = %session.id(), pid = session.pid().as_raw_nonzero(), "spawned");
+    listing::session_message(session)
+        .map_err(|error| Status::internal(format!("describing the new session: {error}")))
+}
+
+/// A session's events from `cursor` on, as `Attach` streams them.
+fn attach_events(
+    session: Arc<Session>,
+    cursor: Cursor,
+) -> impl Stream<Item = Result<pb::AttachResponse, Status>> + Send + use<> {
+    let changes = session.changes();
+    futures_util::stream::unfold(
+        (session, cursor, changes),
+        |(session, mut cursor, mut changes)| async move {
+            let event = session.next_event(&mut cursor, &mut changes).await?;
+            Some((Ok(event_to_proto(event)), (session, cursor, changes)))
+        },
+    )
 }
 
 /// The stream type of `WatchSessions`.

@@ -315,6 +315,27 @@ pub async fn attach(
         .into_inner()
 }
 
+/// Starts `argv` with `Start`: the session it reports, and the stream.
+pub async fn start(
+    client: &mut DaemonClient,
+    argv: &[&str],
+) -> (pb::Session, Streaming<pb::StartResponse>) {
+    let mut stream = client
+        .start(pb::StartRequest {
+            spawn: Some(spawn_request(argv)),
+        })
+        .await
+        .expect("start")
+        .into_inner();
+    let first = next_message(&mut stream, "first message")
+        .await
+        .expect("a first message");
+    let Some(pb::start_response::Event::Started(session)) = first.event else {
+        panic!("the first message must be the session, got {first:?}");
+    };
+    (session, stream)
+}
+
 /// Everything one attach stream delivered, in order.
 #[derive(Debug, Default)]
 pub struct Received {
@@ -337,11 +358,33 @@ impl Received {
     }
 }
 
+/// A stream message that carries an attach event: `Attach`'s, and
+/// `Start`'s after its first.
+pub trait AttachMessage {
+    /// The attach event in it.
+    fn into_event(self) -> pb::attach_response::Event;
+}
+
+impl AttachMessage for pb::AttachResponse {
+    fn into_event(self) -> pb::attach_response::Event {
+        self.event.expect("every event has a body")
+    }
+}
+
+impl AttachMessage for pb::StartResponse {
+    fn into_event(self) -> pb::attach_response::Event {
+        match self.event {
+            Some(pb::start_response::Event::Attach(attach)) => attach.into_event(),
+            other => panic!("after the first message, only attach events: got {other:?}"),
+        }
+    }
+}
+
 /// Reads events until `done` holds for what was received (or the stream
 /// ends), failing after `PATIENCE`. Checks that output offsets are
 /// contiguous except across announced truncations.
-pub async fn receive_until(
-    stream: &mut Streaming<pb::AttachResponse>,
+pub async fn receive_until<M: AttachMessage>(
+    stream: &mut Streaming<M>,
     received: &mut Received,
     done: impl Fn(&Received) -> bool,
 ) {
@@ -357,7 +400,7 @@ pub async fn receive_until(
             Ok(message) => message.expect("stream error"),
         };
         let Some(message) = message else { break };
-        match message.event.expect("every event has a body") {
+        match message.into_event() {
             Event::Output(output) => {
                 if let Some(expected) = next_offset {
                     assert_eq!(output.offset, expected, "output offsets must be contiguous");
@@ -379,8 +422,8 @@ pub async fn receive_until(
 }
 
 /// Reads until the output contains `needle`.
-pub async fn receive_text(
-    stream: &mut Streaming<pb::AttachResponse>,
+pub async fn receive_text<M: AttachMessage>(
+    stream: &mut Streaming<M>,
     received: &mut Received,
     needle: &str,
 ) {
@@ -396,7 +439,7 @@ pub async fn receive_text(
 }
 
 /// Reads to the end of the stream (the exit event).
-pub async fn receive_all(stream: &mut Streaming<pb::AttachResponse>) -> Received {
+pub async fn receive_all<M: AttachMessage>(stream: &mut Streaming<M>) -> Received {
     let mut received = Received::default();
     receive_until(stream, &mut received, |received| received.exited.is_some()).await;
     received
