@@ -89,7 +89,34 @@ pub async fn connect_channel(path: &Path, timeout: Duration) -> Result<Channel, 
 /// A client that connects on first use and reconnects after failures, so a
 /// long-lived caller survives daemon restarts.
 pub fn connect_lazy(path: &Path, connect_timeout: Duration) -> DaemonClient {
-    let channel = endpoint()
+    lazy(endpoint(), path, connect_timeout)
+}
+
+/// As [`connect_lazy`], for a connection that carries output streams
+/// relayed to other clients, some of which may stop reading.
+///
+/// A stream whose reader stops keeps what the daemon sent it, unread, up
+/// to its own window. Under the usual connection window a few such
+/// streams would use it all up, and no other stream on the connection
+/// could receive a byte. Here the connection's window is HTTP/2's
+/// largest, so only each stream's window bounds it: what a stalled
+/// reader holds is its own, at most 1 MiB (a default scrollback ring).
+pub fn connect_streams_lazy(path: &Path, connect_timeout: Duration) -> DaemonClient {
+    let endpoint = endpoint()
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(LARGEST_WINDOW);
+    lazy(endpoint, path, connect_timeout)
+}
+
+/// Flow-control window of each output stream: enough that a unix socket
+/// never waits on it (throughput measured the same as with 4 MiB).
+const STREAM_WINDOW: u32 = 1 << 20;
+
+/// HTTP/2's largest flow-control window (RFC 9113, 6.9.1).
+const LARGEST_WINDOW: u32 = (1 << 31) - 1;
+
+fn lazy(endpoint: Endpoint, path: &Path, connect_timeout: Duration) -> DaemonClient {
+    let channel = endpoint
         .connect_timeout(connect_timeout)
         .connect_with_connector_lazy(connector(path));
     PtyDaemonClient::new(channel).max_decoding_message_size(usize::MAX)

@@ -888,6 +888,64 @@ async fn a_stalled_attacher_holds_nothing_up_for_long_and_memory_stays_bounded()
     );
 }
 
+/// Attach streams share one connection to the daemon. Clients that stop
+/// reading leave their streams' output unread in the host-service, and
+/// that must not use up the connection's flow-control window: the output
+/// of every other session still flows.
+#[tokio::test]
+async fn stalled_attachers_do_not_hold_up_other_sessions_output() {
+    const STALLED: usize = 8;
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("stalled").await.workspace_id;
+    let flood = host
+        .create_session(session_request(&workspace, &["yes", "stalled flood"]))
+        .await;
+    let echo = host
+        .create_session(session_request(&workspace, &["cat"]))
+        .await;
+    let own_client = || async {
+        let channel = tonic::transport::Channel::from_shared(host.address.clone())
+            .expect("uri")
+            .connect()
+            .await
+            .expect("connect");
+        holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient::new(channel)
+    };
+    let attach = |session_id: &str| pb::AttachSessionRequest {
+        session_id: session_id.to_owned(),
+        from_offset: None,
+    };
+    // Each opened on a connection of its own, then never read.
+    let mut stalled = Vec::new();
+    for _ in 0..STALLED {
+        let stream = own_client()
+            .await
+            .attach_session(attach(&flood.session_id))
+            .await
+            .expect("attach")
+            .into_inner();
+        stalled.push(stream);
+    }
+    let mut echo_stream = own_client()
+        .await
+        .attach_session(attach(&echo.session_id))
+        .await
+        .expect("attach")
+        .into_inner();
+    // Far more output than the stalled streams can take in, with every
+    // window on the way full (MiBs each).
+    host.list_until("the flood to pass 32 MiB", &workspace, |list| {
+        list.sessions
+            .iter()
+            .any(|s| s.session_id == flood.session_id && s.output_offset > 32 << 20)
+    })
+    .await;
+    host.write_input(&echo.session_id, "still flowing\n").await;
+    receive_host_text(&mut echo_stream, "still flowing\r\nstill flowing").await;
+    drop(stalled);
+}
+
 /// Every host RPC whose request starts with a string field, sent that
 /// field as bytes that are not UTF-8: refused by the protobuf layer with
 /// gRPC's code for an unparseable message (INTERNAL, as the gRPC status

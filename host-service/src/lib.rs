@@ -128,8 +128,10 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         last_list: Default::default(),
         renders: Default::default(),
     };
-    let streams =
-        holdfast::daemon_client::connect_lazy(&config.daemon_socket, config.operation_timeout);
+    let streams = holdfast::daemon_client::connect_streams_lazy(
+        &config.daemon_socket,
+        config.operation_timeout,
+    );
     let host = Host::new(live, streams, config.operation_timeout);
     let status = HostStatus {
         health: supervisor.health(),
