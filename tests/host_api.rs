@@ -802,6 +802,38 @@ async fn receive_bytes(
     received
 }
 
+/// Two sessions for the stalled-attacher tests: `yes` flooding, and `cat`.
+async fn flood_and_echo(host: &mut HostService, workspace: &str) -> (pb::Session, pb::Session) {
+    let flood = host
+        .create_session(session_request(workspace, &["yes", "stalled flood"]))
+        .await;
+    let echo = host
+        .create_session(session_request(workspace, &["cat"]))
+        .await;
+    (flood, echo)
+}
+
+/// An attach stream from the oldest byte held, on a connection of its own
+/// (so that its flow control is its own, as another client's would be).
+async fn attach_on_own_connection(
+    host: &HostService,
+    session_id: &str,
+) -> tonic::Streaming<pb::AttachSessionResponse> {
+    let channel = tonic::transport::Channel::from_shared(host.address.clone())
+        .expect("uri")
+        .connect()
+        .await
+        .expect("connect");
+    holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient::new(channel)
+        .attach_session(pb::AttachSessionRequest {
+            session_id: session_id.to_owned(),
+            from_offset: None,
+        })
+        .await
+        .expect("attach")
+        .into_inner()
+}
+
 /// A client that opens an attach stream on a flooding session and never
 /// reads it holds up nobody for longer than the daemon's attacher patience
 /// (1 s): another session echoes, another attacher of the same session
@@ -812,43 +844,11 @@ async fn a_stalled_attacher_holds_nothing_up_for_long_and_memory_stays_bounded()
     let home = HostHome::new();
     let mut host = home.start(&[]).await;
     let workspace = host.create_workspace("stalled").await.workspace_id;
-    let flood = host
-        .create_session(session_request(&workspace, &["yes", "stalled flood"]))
-        .await;
-    let echo = host
-        .create_session(session_request(&workspace, &["cat"]))
-        .await;
-    let own_client = || async {
-        let channel = tonic::transport::Channel::from_shared(host.address.clone())
-            .expect("uri")
-            .connect()
-            .await
-            .expect("connect");
-        holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient::new(channel)
-    };
-    let attach = |session_id: String| pb::AttachSessionRequest {
-        session_id,
-        from_offset: None,
-    };
+    let (flood, echo) = flood_and_echo(&mut host, &workspace).await;
     // Opened, then never read.
-    let _stalled = own_client()
-        .await
-        .attach_session(attach(flood.session_id.clone()))
-        .await
-        .expect("attach")
-        .into_inner();
-    let mut reader = own_client()
-        .await
-        .attach_session(attach(flood.session_id.clone()))
-        .await
-        .expect("attach")
-        .into_inner();
-    let mut echo_stream = own_client()
-        .await
-        .attach_session(attach(echo.session_id.clone()))
-        .await
-        .expect("attach")
-        .into_inner();
+    let _stalled = attach_on_own_connection(&host, &flood.session_id).await;
+    let mut reader = attach_on_own_connection(&host, &flood.session_id).await;
+    let mut echo_stream = attach_on_own_connection(&host, &echo.session_id).await;
 
     let daemon = home.serving_daemon_pid().await.expect("daemon");
     let host_pid = host.child.id() as i32;
@@ -898,41 +898,13 @@ async fn stalled_attachers_do_not_hold_up_other_sessions_output() {
     let home = HostHome::new();
     let mut host = home.start(&[]).await;
     let workspace = host.create_workspace("stalled").await.workspace_id;
-    let flood = host
-        .create_session(session_request(&workspace, &["yes", "stalled flood"]))
-        .await;
-    let echo = host
-        .create_session(session_request(&workspace, &["cat"]))
-        .await;
-    let own_client = || async {
-        let channel = tonic::transport::Channel::from_shared(host.address.clone())
-            .expect("uri")
-            .connect()
-            .await
-            .expect("connect");
-        holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient::new(channel)
-    };
-    let attach = |session_id: &str| pb::AttachSessionRequest {
-        session_id: session_id.to_owned(),
-        from_offset: None,
-    };
+    let (flood, echo) = flood_and_echo(&mut host, &workspace).await;
     // Each opened on a connection of its own, then never read.
     let mut stalled = Vec::new();
     for _ in 0..STALLED {
-        let stream = own_client()
-            .await
-            .attach_session(attach(&flood.session_id))
-            .await
-            .expect("attach")
-            .into_inner();
-        stalled.push(stream);
+        stalled.push(attach_on_own_connection(&host, &flood.session_id).await);
     }
-    let mut echo_stream = own_client()
-        .await
-        .attach_session(attach(&echo.session_id))
-        .await
-        .expect("attach")
-        .into_inner();
+    let mut echo_stream = attach_on_own_connection(&host, &echo.session_id).await;
     // Far more output than the stalled streams can take in, with every
     // window on the way full (MiBs each).
     host.list_until("the flood to pass 32 MiB", &workspace, |list| {
