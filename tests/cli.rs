@@ -144,6 +144,34 @@ async fn a_closed_stdout_ends_the_command_quietly() {
     }
 }
 
+/// `holdfast new --attach` in a script, its input not a terminal and at its
+/// end at once: the program's output, even what comes after that end, is
+/// shown to the last byte, and its exit status is the command's.
+#[tokio::test]
+async fn new_attach_with_input_at_its_end_shows_all_output_and_the_exit() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    // stdin is /dev/null; the output comes a while after its end.
+    let output = holdfast(
+        &host.address,
+        &[
+            "new",
+            "--attach",
+            "--",
+            "sh",
+            "-c",
+            "sleep 1; echo late output; exit 5",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(5), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("late output"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("exited with code 5"), "{stderr}");
+}
+
 /// Runs `holdfast attach` inside a real PTY (a session of the same host),
 /// types into it, and reads its screen.
 #[tokio::test]

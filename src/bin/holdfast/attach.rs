@@ -130,6 +130,9 @@ async fn relay(
     let mut stdin = tokio::io::stdin();
     let mut stdout = std::io::stdout();
     let mut keys = [0u8; 4096];
+    // Input that is not a terminal (a file, a pipe, /dev/null) may end long
+    // before the program does: the output is still shown to the end.
+    let mut stdin_open = true;
     let ending = loop {
         tokio::select! {
             message = stream.next() => match message.transpose() {
@@ -150,10 +153,11 @@ async fn relay(
                     return Err(refused(status).context("the attach stream failed"));
                 }
             },
-            read = stdin.read(&mut keys) => {
+            read = stdin.read(&mut keys), if stdin_open => {
                 let read = read.context("reading the keyboard")?;
                 if read == 0 {
-                    break Ending::Detached;
+                    stdin_open = false;
+                    continue;
                 }
                 let typed = &keys[..read];
                 let detach_at = typed.iter().position(|byte| *byte == DETACH_KEY);
