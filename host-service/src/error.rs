@@ -46,9 +46,7 @@ impl Error {
             _ => Self::Daemon(status),
         }
     }
-}
 
-impl Error {
     /// Whether a spawn that failed so may still have started its program:
     /// no answer came, or the daemon failed after taking the request. Its
     /// refusals (bad input, no such program, an id in use) start nothing.

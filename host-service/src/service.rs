@@ -148,10 +148,9 @@ impl Host {
                 match self.open_stream(&session.session_id, Some(0)).await {
                     Ok(events) => Ok((session, events.boxed())),
                     Err(error) => {
-                        // Nothing is acknowledged yet: it is ended, as if
-                        // it had never started.
+                        // Nothing is acknowledged yet: `create` ends it, as
+                        // any launch that failed after the program started.
                         tracing::warn!(session_id = %session.session_id, %error, "started a session but could not stream it");
-                        self.end_unregistered(&session.session_id).await;
                         Err(error)
                     }
                 }
@@ -260,16 +259,11 @@ impl Host {
         L: Future<Output = Result<(daemon::Session, E)>>,
     {
         let workspace_id = validate::id("workspace_id", &request.workspace_id)?.to_owned();
-        let cols = if request.cols == 0 {
-            DEFAULT_SIZE.0
-        } else {
-            request.cols
-        };
-        let rows = if request.rows == 0 {
-            DEFAULT_SIZE.1
-        } else {
-            request.rows
-        };
+        let or_default = |asked: u32, default: u32| if asked == 0 { default } else { asked };
+        let (cols, rows) = (
+            or_default(request.cols, DEFAULT_SIZE.0),
+            or_default(request.rows, DEFAULT_SIZE.1),
+        );
         validate::size(cols, rows)?;
         let title = request.title.unwrap_or_default();
         validate::text("title", &title, false)?;
