@@ -27,6 +27,24 @@ async fn input_round_trips_through_cat_to_an_attacher() {
 }
 
 #[tokio::test]
+async fn a_write_larger_than_the_terminal_holds_waits_for_the_program() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let script = "stty raw -echo; echo ready; head -c 1048576 | wc -c";
+    let session = spawn(&mut client, &["sh", "-c", script]).await;
+    let mut stream = attach(&mut client, &session.session_id, None).await;
+    let mut received = Received::default();
+    receive_text(&mut stream, &mut received, "ready").await;
+    // A terminal's input queue holds well under 1 MiB (640 KiB on Linux),
+    // so this write fills it and must wait for `head` to read on.
+    let data = "x".repeat(1 << 20);
+    tokio::time::timeout(PATIENCE, write(&client, &session.session_id, &data))
+        .await
+        .expect("the write to finish once the program has read it all");
+    receive_text(&mut stream, &mut received, "1048576").await;
+}
+
+#[tokio::test]
 async fn replay_from_zero_after_exit_then_exit_event() {
     let daemon = Daemon::start().await;
     let mut client = daemon.client().await;
