@@ -9,6 +9,7 @@ pub mod error;
 pub mod listing;
 pub mod live_sessions;
 pub mod memory;
+pub mod new_session;
 pub mod reaper;
 pub mod schema;
 pub mod server;

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::listing::{self, ListSessionsResponse, source_to_proto};
 use crate::live_sessions::{LiveSessionView, LiveSessions};
 use crate::memory::{AttachGuard, Memory, MemorySession};
+use crate::new_session::NewSession;
 use crate::store::{self, Insert, SessionRow, Status as RowStatus, Store, WorkspaceRow};
 use crate::validate;
 use crate::workspaces::KnownWorkspaces;
@@ -25,8 +26,6 @@ use crate::workspaces::KnownWorkspaces;
 /// A daemon session's events, as `Attach` streams them.
 type DaemonEvents = Pin<Box<dyn Stream<Item = Result<daemon::AttachResponse, Status>> + Send>>;
 
-/// Default terminal size when a request leaves it at zero.
-const DEFAULT_SIZE: (u32, u32) = (80, 24);
 /// Most attached ids one count request may name.
 const MAX_ATTACHED_IDS: usize = 10_000;
 
@@ -258,60 +257,57 @@ impl Host {
     where
         L: Future<Output = Result<(daemon::Session, E)>>,
     {
-        let workspace_id = validate::id("workspace_id", &request.workspace_id)?.to_owned();
-        let or_default = |asked: u32, default: u32| if asked == 0 { default } else { asked };
-        let (cols, rows) = (
-            or_default(request.cols, DEFAULT_SIZE.0),
-            or_default(request.rows, DEFAULT_SIZE.1),
-        );
-        validate::size(cols, rows)?;
-        let title = request.title.unwrap_or_default();
-        validate::text("title", &title, false)?;
-        let listed = request.listed.unwrap_or(true);
-
-        let session_id = uuid::Uuid::new_v4().to_string();
-        let created_at = SystemTime::now();
-        let row = SessionRow {
-            id: session_id.clone(),
-            workspace_id: workspace_id.clone(),
-            status: "active".into(),
-            listed,
-            title: title.clone(),
-            argv: serde_json::to_string(&request.argv).unwrap_or_else(|_| "[]".into()),
-            cwd: request.cwd.clone(),
-            created_at: store::micros(created_at),
-            last_attached_at: attached.then(|| store::micros(created_at)),
-            ended_at: None,
-            exit_code: None,
-            exit_signal: None,
-            dispose_requested_at: None,
-        };
+        let (new, row, spawn) = NewSession::validate(request, attached)?;
         // The reaper leaves the session alone until it is registered.
-        self.memory.begin_create(&session_id);
-        let spawn = daemon::SpawnRequest {
-            session_id: session_id.clone(),
-            argv: request.argv,
-            cwd: request.cwd,
-            env: request.env,
-            cols,
-            rows,
-        };
-        let (recorded, spawned) = if self.workspaces.was_open(&workspace_id) {
-            // The program starts while its row is written. Should the
-            // workspace have closed meanwhile, the insert refuses and the
-            // program is ended before anything is acknowledged.
-            tokio::join!(self.record(row), launch(spawn))
-        } else {
-            // Not known open: the row first, so a refused create never
-            // runs its program.
-            if let Err(refused) = self.record(row).await {
-                self.memory.finish_create(&session_id, None);
-                return Err(refused);
+        self.memory.begin_create(&new.id);
+        // Not polled, so nothing starts, until `record_and_launch` says so.
+        let launched = self.record_and_launch(row, launch(spawn)).await;
+        let (spawned, events) = match launched {
+            Ok(launched) => launched,
+            Err(error) => {
+                self.memory.finish_create(&new.id, None);
+                return Err(error);
             }
-            (Ok(()), launch(spawn).await)
         };
-        let (spawned, events) = match (recorded, spawned) {
-            (Ok(()), Ok(spawned)) => spawned,
+        let registered = self
+            .memory
+            .finish_create(&new.id, spawned.alive.then(|| new.in_memory(&spawned)));
+        if !registered {
+            // Its workspace was closed (or it was disposed) while it was
+            // starting: it never becomes visible; the row's stamp makes the
+            // reaper's kill stick if this one fails.
+            self.end_unregistered(&new.id).await;
+            return Err(Error::WorkspaceClosed(new.workspace_id));
+        }
+        tracing::info!(session_id = %new.id, workspace_id = %new.workspace_id, pid = spawned.pid, listed = new.listed, attached, "session created");
+        Ok((new.into_proto(spawned), events))
+    }
+
+    /// Writes a new session's row and starts its program. In a workspace
+    /// this process knows to be open, the program starts while the row is
+    /// written; should the workspace have closed meanwhile, the insert
+    /// refuses and the program is ended. Elsewhere the row comes first,
+    /// so a create refused for its workspace never runs its program.
+    ///
+    /// On failure nothing is left behind: no row, and no program that may
+    /// have started.
+    async fn record_and_launch<L, E>(
+        &self,
+        row: SessionRow,
+        launch: L,
+    ) -> Result<(daemon::Session, E)>
+    where
+        L: Future<Output = Result<(daemon::Session, E)>>,
+    {
+        let session_id = row.id.clone();
+        let (recorded, launched) = if self.workspaces.was_open(&row.workspace_id) {
+            tokio::join!(self.record(row), launch)
+        } else {
+            self.record(row).await?;
+            (Ok(()), launch.await)
+        };
+        match (recorded, launched) {
+            (Ok(()), Ok(launched)) => Ok(launched),
             (Ok(()), Err(error)) => {
                 // Nothing was acknowledged, so the row goes. Without an
                 // answer the program may have started all the same: it is
@@ -325,59 +321,15 @@ impl Host {
                 if let Err(store_error) = self.store.delete_session(&session_id).await {
                     tracing::error!(%session_id, %store_error, "removing the row of a failed spawn failed; the reaper will settle it");
                 }
-                self.memory.finish_create(&session_id, None);
-                return Err(error);
+                Err(error)
             }
-            (Err(refused), spawned) => {
-                if spawned.is_ok() {
+            (Err(refused), launched) => {
+                if launched.is_ok() {
                     self.end_unregistered(&session_id).await;
                 }
-                self.memory.finish_create(&session_id, None);
-                return Err(refused);
+                Err(refused)
             }
-        };
-        let registered = self.memory.finish_create(
-            &session_id,
-            spawned.alive.then(|| MemorySession {
-                session_id: session_id.clone(),
-                workspace_id: workspace_id.clone(),
-                listed,
-                title: title.clone(),
-                pid: spawned.pid,
-                cols,
-                rows,
-                created_at,
-                attachments: attached.into(),
-                exit: None,
-            }),
-        );
-        if !registered {
-            // Its workspace was closed (or it was disposed) while it was
-            // starting: it never becomes visible; the row's stamp makes the
-            // reaper's kill stick if this one fails.
-            self.end_unregistered(&session_id).await;
-            return Err(Error::WorkspaceClosed(workspace_id));
         }
-        tracing::info!(%session_id, %workspace_id, pid = spawned.pid, listed, attached, "session created");
-        let session = pb::Session {
-            session_id,
-            workspace_id,
-            title: if spawned.title.is_empty() {
-                title
-            } else {
-                spawned.title
-            },
-            attached,
-            alive: spawned.alive,
-            exit_code: spawned.exit_code,
-            signal: spawned.signal,
-            pid: spawned.pid,
-            cols,
-            rows,
-            created_at: timestamp(created_at),
-            output_offset: spawned.output_offset,
-        };
-        Ok((session, events))
     }
 
     /// Opens the daemon's attach stream of a session. Only the opening is
