@@ -250,6 +250,57 @@ async fn start_refuses_what_spawn_refuses_before_starting_anything() {
 }
 
 #[tokio::test]
+async fn input_streams_refuse_bad_writes_with_precise_statuses() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let live = spawn(&mut client, &["cat"]).await;
+    let other = spawn(&mut client, &["cat"]).await;
+    let writer = client.clone();
+    let refused = async |writes: &[(&str, &[u8])]| {
+        let mut input = Input::open(&writer).await;
+        for (session_id, data) in &writes[..writes.len() - 1] {
+            input.write(session_id, data).await.expect("a good write");
+        }
+        let (session_id, data) = writes[writes.len() - 1];
+        input.write(session_id, data).await
+    };
+    expect_status(
+        refused(&[("", b"x")]).await,
+        Code::InvalidArgument,
+        "session_id is required",
+    );
+    expect_status(
+        refused(&[("no-such-session", b"x")]).await,
+        Code::NotFound,
+        "no-such-session",
+    );
+    expect_status(
+        refused(&[(&live.session_id, b"x"), (&other.session_id, b"y")]).await,
+        Code::InvalidArgument,
+        "open a stream per session",
+    );
+    let oversized = vec![b'x'; (1 << 20) + 1];
+    expect_status(
+        refused(&[(&live.session_id, &oversized)]).await,
+        Code::InvalidArgument,
+        "at most",
+    );
+    let gone = spawn(&mut client, &["true"]).await;
+    exited(&client, &gone.session_id).await;
+    expect_status(
+        refused(&[(&gone.session_id, b"x")]).await,
+        Code::FailedPrecondition,
+        "exited",
+    );
+    // Still serving, and the refusals wrote nothing.
+    let mut stream = attach(&mut client, &other.session_id, Some(0)).await;
+    write(&client, &other.session_id, "after\n").await;
+    let mut received = Received::default();
+    receive_text(&mut stream, &mut received, "after\r\nafter").await;
+    assert_eq!(received.text(), "after\r\nafter\r\n");
+}
+
+#[tokio::test]
 async fn an_exited_session_takes_no_input_or_resize_but_kill_is_idempotent() {
     let daemon = Daemon::start().await;
     let mut client = daemon.client().await;

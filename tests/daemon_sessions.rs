@@ -27,6 +27,55 @@ async fn input_round_trips_through_cat_to_an_attacher() {
 }
 
 #[tokio::test]
+async fn input_streams_writes_in_order_and_ends_with_its_session() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let session = spawn(
+        &mut client,
+        &["sh", "-c", "while read line; do echo \"got $line\"; done"],
+    )
+    .await;
+    let id = &session.session_id;
+    let mut stream = attach(&mut client, id, None).await;
+    let mut input = Input::open(&client).await;
+    input.write(id, b"one\n").await.expect("the first write");
+    input
+        .write("", b"two\n")
+        .await
+        .expect("a write naming no session");
+    input
+        .write(id, b"three\n")
+        .await
+        .expect("a write naming its own");
+    let mut received = Received::default();
+    receive_text(&mut stream, &mut received, "got three").await;
+    let text = received.text();
+    let got: Vec<&str> = text.lines().filter(|l| l.starts_with("got")).collect();
+    assert_eq!(got, ["got one", "got two", "got three"]);
+
+    // A closed stream leaves the session running; a new one writes on.
+    drop(input);
+    let mut input = Input::open(&client).await;
+    input
+        .write(id, b"four\n")
+        .await
+        .expect("a write on a new stream");
+    receive_text(&mut stream, &mut received, "got four").await;
+
+    // Its session's end ends the stream, with nothing written.
+    input
+        .write("", &[0x04])
+        .await
+        .expect("end of input for `read`");
+    let ended = input
+        .answer()
+        .await
+        .expect_err("the stream ends with its session");
+    assert_eq!(ended.code(), tonic::Code::FailedPrecondition, "{ended:?}");
+    assert!(ended.message().contains("exited"), "{ended:?}");
+}
+
+#[tokio::test]
 async fn a_write_larger_than_the_terminal_holds_waits_for_the_program() {
     let daemon = Daemon::start().await;
     let mut client = daemon.client().await;

@@ -13,6 +13,70 @@ use support::*;
 use tonic::Code;
 
 #[tokio::test]
+async fn input_from_many_writers_arrives_whole_and_an_ended_session_refuses_more() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("input").await.workspace_id;
+    let script = r#"stty raw -echo; echo ready; head -c 24000; printf '\ndone\n'; read x; exit 3"#;
+    let [session] = host
+        .create_sessions(&workspace, [&["sh", "-c", script]])
+        .await;
+    let id = &session.session_id;
+    let mut stream = host.attach(id, Some(0)).await;
+    let mut text = receive_host_text(&mut stream, "ready").await;
+
+    // Eight writers at once, each a run of its own letter.
+    let writers = (0..8u8).map(|i| {
+        let mut terminals = host.terminals.clone();
+        let write = pb::WriteInputRequest {
+            session_id: id.clone(),
+            data: vec![b'a' + i; 3000].into(),
+        };
+        async move { terminals.write_input(write).await.expect("write") }
+    });
+    futures_util::future::join_all(writers).await;
+    text += &receive_host_text(&mut stream, "done").await;
+    let (_, read) = text.split_once("ready\n").expect("ready, then the input");
+    let (read, _) = read.split_once("\ndone").expect("the input, then done");
+    let mut runs: Vec<(char, usize)> = Vec::new();
+    for c in read.chars() {
+        match runs.last_mut() {
+            Some((letter, count)) if *letter == c => *count += 1,
+            _ => runs.push((c, 1)),
+        }
+    }
+    runs.sort();
+    let whole: Vec<(char, usize)> = ('a'..='h').map(|c| (c, 3000)).collect();
+    assert_eq!(runs, whole, "each write whole, none lost");
+
+    // Once the program has ended, a write is refused as for any ended
+    // session, though this session's input stream was open.
+    host.write_input(id, "\n").await;
+    let exited = loop {
+        let message = tokio::time::timeout(PATIENCE, stream.message())
+            .await
+            .expect("the exit within the patience")
+            .expect("the stream")
+            .expect("an exit event before the end");
+        if let Some(pb::attach_session_response::Event::Exited(exited)) = message.event {
+            break exited;
+        }
+    };
+    assert_eq!(exited.exit_code, Some(3));
+    expect_status(
+        host.terminals
+            .clone()
+            .write_input(pb::WriteInputRequest {
+                session_id: id.clone(),
+                data: "more".into(),
+            })
+            .await,
+        Code::FailedPrecondition,
+        "exited",
+    );
+}
+
+#[tokio::test]
 async fn bad_input_gets_precise_statuses() {
     let home = HostHome::new();
     let mut host = home.start(&[]).await;

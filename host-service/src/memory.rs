@@ -6,6 +6,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
+use crate::input::SessionInput;
+
 /// What this process knows of one session.
 #[derive(Debug, Clone)]
 pub struct MemorySession {
@@ -29,6 +31,9 @@ pub struct MemorySession {
     pub attachments: u32,
     /// Set once the program is known to have exited: (code, signal).
     pub exit: Option<(Option<i32>, Option<i32>)>,
+    /// Its input stream to the daemon, closed when the session is
+    /// forgotten.
+    pub input: Arc<SessionInput>,
 }
 
 impl MemorySession {
@@ -122,6 +127,12 @@ impl Memory {
             .sessions_mut()
             .entry(session.session_id.clone())
             .or_insert(session);
+    }
+
+    /// The registered session's input stream.
+    pub fn input(&self, session_id: &str) -> Option<Arc<SessionInput>> {
+        let inner = self.inner();
+        Some(Arc::clone(&inner.sessions.get(session_id)?.input))
     }
 
     /// Whether the session is registered.
@@ -248,6 +259,7 @@ mod tests {
             created_at: SystemTime::now(),
             attachments: 0,
             exit: None,
+            input: Default::default(),
         }
     }
 

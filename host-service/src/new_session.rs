@@ -95,6 +95,7 @@ impl NewSession {
             created_at: self.created_at,
             attachments: self.attached.into(),
             exit: None,
+            input: Default::default(),
         }
     }
 

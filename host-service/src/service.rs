@@ -65,9 +65,7 @@ impl Host {
     where
         F: Future<Output = Result<tonic::Response<T>, Status>>,
     {
-        if let Some(reason) = self.live.health.down_reason() {
-            return Err(Error::DaemonUnavailable(reason));
-        }
+        self.daemon_up()?;
         match tokio::time::timeout(self.operation_timeout, call).await {
             Ok(Ok(response)) => Ok(response.into_inner()),
             Ok(Err(status)) => Err(Error::from_daemon(status)),
@@ -75,6 +73,14 @@ impl Host {
                 "{what} got no answer within {} ms",
                 self.operation_timeout.as_millis()
             ))),
+        }
+    }
+
+    /// Refuses at once while the supervisor knows the daemon to be down.
+    fn daemon_up(&self) -> Result<()> {
+        match self.live.health.down_reason() {
+            Some(reason) => Err(Error::DaemonUnavailable(reason)),
+            None => Ok(()),
         }
     }
 
@@ -237,6 +243,7 @@ impl Host {
             created_at: store::from_micros(row.created_at),
             attachments: 0,
             exit: None,
+            input: Default::default(),
             listed: row.listed,
             workspace_id: row.workspace_id,
             session_id: row.id,
@@ -582,12 +589,29 @@ impl TerminalService for Host {
         let session_id = validate::id("session_id", &request.session_id)?.to_owned();
         validate::write_len(request.data.len())?;
         let restored = self.usable(&session_id).await?;
-        let mut client = self.daemon.clone();
-        let write = self.request(daemon::WriteRequest {
-            session_id,
-            data: request.data,
-        });
-        self.daemon_call("write", client.write(write)).await?;
+        match self.memory.input(&session_id) {
+            Some(input) => {
+                self.daemon_up()?;
+                input
+                    .write(
+                        &self.daemon,
+                        &session_id,
+                        request.data,
+                        self.operation_timeout,
+                    )
+                    .await?;
+            }
+            // Restored and not adopted yet, or forgotten since (the
+            // daemon's answer says why): a request of its own.
+            None => {
+                let mut client = self.daemon.clone();
+                let write = self.request(daemon::WriteRequest {
+                    session_id,
+                    data: request.data,
+                });
+                self.daemon_call("write", client.write(write)).await?;
+            }
+        }
         if let Some(row) = restored {
             self.adopt(row).await;
         }

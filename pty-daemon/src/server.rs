@@ -189,6 +189,49 @@ impl PtyDaemon for DaemonService {
         Ok(Response::new(pb::WriteResponse {}))
     }
 
+    type InputStream = InputStream;
+
+    async fn input(
+        &self,
+        request: Request<tonic::Streaming<pb::InputRequest>>,
+    ) -> Result<Response<InputStream>, Status> {
+        let registry = Arc::clone(&self.registry);
+        let writes = request.into_inner();
+        let answers = futures_util::stream::try_unfold(
+            (writes, None::<Arc<Session>>),
+            move |(mut writes, session)| {
+                let registry = Arc::clone(&registry);
+                async move {
+                    let write = match &session {
+                        None => writes.message().await?,
+                        // The stream ends when its session does, so it
+                        // never holds an exited session open.
+                        Some(session) => tokio::select! {
+                            write = writes.message() => write?,
+                            () = session.wait_exited() => {
+                                return Err(Error::SessionExited(session.id().to_owned()).into());
+                            }
+                        },
+                    };
+                    let Some(write) = write else {
+                        return Ok(None);
+                    };
+                    let session = match session {
+                        None => registry.get(validate::session_id(&write.session_id)?)?,
+                        Some(session) => {
+                            validate::same_session(session.id(), &write.session_id)?;
+                            session
+                        }
+                    };
+                    validate::write_len(write.data.len())?;
+                    session.write(&write.data).await?;
+                    Ok(Some((pb::InputResponse {}, (writes, Some(session)))))
+                }
+            },
+        );
+        Ok(Response::new(Box::pin(answers)))
+    }
+
     type WatchSessionsStream = WatchSessionsStream;
 
     async fn watch_sessions(
@@ -277,6 +320,9 @@ fn attach_events(
         },
     )
 }
+
+/// Answers to the writes of an `Input` stream.
+pub type InputStream = Pin<Box<dyn Stream<Item = Result<pb::InputResponse, Status>> + Send>>;
 
 /// The stream type of `WatchSessions`.
 pub type WatchSessionsStream =

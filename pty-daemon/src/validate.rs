@@ -69,6 +69,17 @@ pub fn size(cols: u32, rows: u32) -> Result<(u16, u16)> {
     Ok((cols as u16, rows as u16))
 }
 
+/// A later message of an `Input` stream names its stream's session, or
+/// none.
+pub fn same_session(stream_session: &str, named: &str) -> Result<()> {
+    if !named.is_empty() && named != stream_session {
+        return Err(Error::InvalidArgument(format!(
+            "this Input stream writes to session {stream_session:?}, not {named:?}; open a stream per session"
+        )));
+    }
+    Ok(())
+}
+
 /// Input writes are at most 1 MiB.
 pub fn write_len(len: usize) -> Result<()> {
     if len > MAX_WRITE_BYTES {

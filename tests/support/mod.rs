@@ -315,6 +315,53 @@ pub async fn attach(
         .into_inner()
 }
 
+/// A daemon `Input` stream: each write a message, answered in order.
+pub struct Input {
+    writes: tokio::sync::mpsc::Sender<pb::InputRequest>,
+    answers: Streaming<pb::InputResponse>,
+}
+
+impl Input {
+    /// Opens an `Input` stream. Refusals come as the answer to a write.
+    pub async fn open(client: &DaemonClient) -> Self {
+        let (writes, queued) = tokio::sync::mpsc::channel(4);
+        let answers = client
+            .clone()
+            .input(tokio_stream::wrappers::ReceiverStream::new(queued))
+            .await
+            .expect("the daemon takes Input streams")
+            .into_inner();
+        Self { writes, answers }
+    }
+
+    /// Sends one write (`session_id` may be empty after the first) and
+    /// waits for its answer.
+    pub async fn write(&mut self, session_id: &str, data: &[u8]) -> Result<(), tonic::Status> {
+        let write = pb::InputRequest {
+            session_id: session_id.to_owned(),
+            data: data.to_vec().into(),
+        };
+        if self.writes.send(write).await.is_err() {
+            return Err(tonic::Status::cancelled(
+                "the stream's request side has closed",
+            ));
+        }
+        self.answer().await
+    }
+
+    /// The next answer: `Ok` for a write queued to the terminal, the
+    /// status that ended the stream, or an error for a stream that ended
+    /// without one.
+    pub async fn answer(&mut self) -> Result<(), tonic::Status> {
+        match tokio::time::timeout(PATIENCE, self.answers.message()).await {
+            Ok(Ok(Some(_))) => Ok(()),
+            Ok(Ok(None)) => Err(tonic::Status::unknown("the stream ended without a status")),
+            Ok(Err(status)) => Err(status),
+            Err(_) => panic!("no answer on the Input stream within {PATIENCE:?}"),
+        }
+    }
+}
+
 /// Starts `argv` with `Start`: the session it reports, and the stream.
 pub async fn start(
     client: &mut DaemonClient,

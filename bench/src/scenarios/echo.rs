@@ -5,7 +5,8 @@
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
+use holdfast::proto::daemon::v1 as daemon_pb;
 
 use super::Ctx;
 use crate::floor::RawPty;
@@ -30,6 +31,11 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     daemon.spawn(spawn_request("echo", &ARGV)).await?;
     let mut daemon_stream = attach_daemon(&mut daemon, "echo").await?;
     until_contains(&mut daemon_stream, b"ready").await?;
+    let (inputs, queued) = tokio::sync::mpsc::channel(1);
+    let mut answers = daemon
+        .input(tokio_stream::wrappers::ReceiverStream::new(queued))
+        .await?
+        .into_inner();
 
     let mut pty = RawPty::spawn(&ARGV)?;
     pty.read_until(b"ready")?;
@@ -46,14 +52,32 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         }
     }
 
-    let [mut via_host, mut via_daemon, mut floor, mut peer] =
-        std::array::from_fn(|_| Samples::default());
+    let [
+        mut via_host,
+        mut via_daemon,
+        mut via_input,
+        mut floor,
+        mut peer,
+    ] = std::array::from_fn(|_| Samples::default());
     for i in 0..ctx.scale.echo_samples {
         let key = [b'a' + (i % 26) as u8];
         let start = Instant::now();
         write_daemon(&mut daemon, "echo", &key).await?;
         until_contains(&mut daemon_stream, &key).await?;
         via_daemon.push(start.elapsed());
+
+        let start = Instant::now();
+        let write = daemon_pb::InputRequest {
+            session_id: "echo".into(),
+            data: key.to_vec().into(),
+        };
+        inputs.send(write).await?;
+        answers
+            .message()
+            .await?
+            .context("the daemon's Input stream ended")?;
+        until_contains(&mut daemon_stream, &key).await?;
+        via_input.push(start.elapsed());
 
         let start = Instant::now();
         host.write(&session, &key).await?;
@@ -97,6 +121,12 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             via_daemon.p50() <= Duration::from_micros(150),
         ),
     );
+    report.add(Row::new(
+        NAME,
+        Role::Holdfast,
+        "daemon Input message → Attach echo",
+        Figure::latency(&via_input),
+    ));
     report.add(
         Row::new(
             NAME,
