@@ -3,6 +3,7 @@
 //! socket.
 
 pub mod admission;
+pub mod answered_stream;
 pub mod codec;
 pub mod daemon_client;
 pub mod logging;

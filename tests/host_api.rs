@@ -6,6 +6,7 @@ mod support;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
+use holdfast::answered_stream::{self, AnsweredStream};
 use holdfast::proc_usage::rss_kib;
 use holdfast::proto::host::v1 as pb;
 use support::host::*;
@@ -74,6 +75,98 @@ async fn input_from_many_writers_arrives_whole_and_an_ended_session_refuses_more
         Code::FailedPrecondition,
         "exited",
     );
+}
+
+/// A `SendInput` stream on the host-service, opened with `first`.
+async fn send_input(
+    host: &HostService,
+    first: pb::SendInputRequest,
+) -> Result<AnsweredStream<pb::SendInputRequest, pb::SendInputResponse>, tonic::Status> {
+    let (writes, requests) = answered_stream::requests(first);
+    let answers = host.terminals.clone().send_input(requests).await?;
+    AnsweredStream::opened(writes, answers.into_inner()).await
+}
+
+fn keys(session_id: &str, data: &[u8]) -> pb::SendInputRequest {
+    pb::SendInputRequest {
+        session_id: session_id.to_owned(),
+        data: data.to_vec().into(),
+    }
+}
+
+#[tokio::test]
+async fn send_input_streams_writes_in_order_and_refuses_precisely() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("keys").await.workspace_id;
+    let reader = r#"while read line; do echo "got $line"; done; exit 4"#;
+    let [reader, other] = host
+        .create_sessions(&workspace, [&["sh", "-c", reader], &["cat"]])
+        .await;
+    let mut read = host.attach(&reader.session_id, Some(0)).await;
+    let mut input = send_input(&host, keys(&reader.session_id, b"one\n"))
+        .await
+        .expect("the first write opens the stream");
+    input
+        .send(keys("", b"two\n"))
+        .await
+        .expect("the same session");
+    let text = receive_host_text(&mut read, "got two").await;
+    let got: Vec<&str> = text.lines().filter(|l| l.starts_with("got")).collect();
+    assert_eq!(got, ["got one", "got two"]);
+
+    // A message may name another session; later ones follow it.
+    let mut cat = host.attach(&other.session_id, Some(0)).await;
+    input
+        .send(keys(&other.session_id, b"x"))
+        .await
+        .expect("another session");
+    input
+        .send(keys("", b"y\n"))
+        .await
+        .expect("still the other one");
+    receive_host_text(&mut cat, "xy\r\nxy").await;
+
+    // The reader ends; writing on is refused for that reason, and ends
+    // the stream.
+    input
+        .send(keys(&reader.session_id, &[0x04]))
+        .await
+        .expect("end of input");
+    loop {
+        let message = tokio::time::timeout(PATIENCE, read.message())
+            .await
+            .expect("the exit within the patience")
+            .expect("the stream")
+            .expect("an exit event before the end");
+        if let Some(pb::attach_session_response::Event::Exited(exited)) = message.event {
+            assert_eq!(exited.exit_code, Some(4));
+            break;
+        }
+    }
+    expect_status(
+        input.send(keys("", b"more\n")).await,
+        Code::FailedPrecondition,
+        "exited",
+    );
+
+    let unknown = uuid_like();
+    for (first, code, needle) in [
+        (
+            keys("", b"x"),
+            Code::InvalidArgument,
+            "session_id is required",
+        ),
+        (keys("nope", b"x"), Code::InvalidArgument, "not a valid id"),
+        (keys(&unknown, b"x"), Code::NotFound, "no session"),
+        (
+            keys(&other.session_id, &vec![0; (1 << 20) + 1]),
+            Code::InvalidArgument,
+            "at most 1048576",
+        ),
+    ] {
+        expect_status(send_input(&host, first).await.map(drop), code, needle);
+    }
 }
 
 #[tokio::test]

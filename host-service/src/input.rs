@@ -5,29 +5,25 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use holdfast::answered_stream::{self, AnsweredStream};
 use holdfast::daemon_client::DaemonClient;
 use holdfast::proto::daemon::v1 as daemon;
 use prost::bytes::Bytes;
-use tokio::sync::{Mutex, mpsc};
-use tokio_stream::wrappers::ReceiverStream;
-use tonic::{Status, Streaming};
+use tokio::sync::Mutex;
+use tonic::Status;
 
 use crate::error::{Error, Result};
 
 /// One session's input stream to the daemon, opened at its first write.
-/// Writes take turns: each is sent once the one before is acknowledged,
-/// so they reach the terminal whole and in the order they were answered.
+/// Writes take turns: each is sent once the one before is answered, so
+/// they reach the terminal whole and in the order they were answered.
 #[derive(Default)]
 pub struct SessionInput {
     stream: Mutex<Option<Open>>,
 }
 
 /// An open `Input` stream.
-struct Open {
-    writes: mpsc::Sender<daemon::InputRequest>,
-    answers: Streaming<daemon::InputResponse>,
-}
+type Open = AnsweredStream<daemon::InputRequest, daemon::InputResponse>;
 
 impl std::fmt::Debug for SessionInput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -72,47 +68,30 @@ impl SessionInput {
     }
 }
 
-/// Sends one write on the stream, opening it first if need be, and waits
-/// for its answer.
+/// Sends one write on the stream, opening it with this write if need be.
 async fn send(
     stream: &mut Option<Open>,
     daemon: &DaemonClient,
     session_id: &str,
     data: Bytes,
 ) -> Result<(), Status> {
-    let open = match stream {
+    match stream {
         Some(open) => {
             let write = daemon::InputRequest {
                 session_id: String::new(),
                 data,
             };
-            if open.writes.send(write).await.is_err() {
-                // The daemon ended the stream (its session exited, say):
-                // nothing was sent, and how it ended is the answer.
-                return match open.answers.message().await {
-                    Err(status) => Err(status),
-                    Ok(_) => Err(Status::unavailable("the daemon closed the input stream")),
-                };
-            }
-            open
+            open.send(write).await
         }
         None => {
-            let (writes, queued) = mpsc::channel(1);
             let first = daemon::InputRequest {
                 session_id: session_id.to_owned(),
                 data,
             };
-            // The first write leaves with the request's headers: opening
-            // costs no round trip of its own.
-            let requests = futures_util::stream::iter([first]).chain(ReceiverStream::new(queued));
+            let (writes, requests) = answered_stream::requests(first);
             let answers = daemon.clone().input(requests).await?.into_inner();
-            stream.insert(Open { writes, answers })
+            *stream = Some(Open::opened(writes, answers).await?);
+            Ok(())
         }
-    };
-    match open.answers.message().await? {
-        Some(_) => Ok(()),
-        None => Err(Status::unavailable(
-            "the daemon ended the input stream without answering",
-        )),
     }
 }

@@ -339,6 +339,36 @@ impl Host {
         }
     }
 
+    /// Sends input to a session's terminal (`WriteInput`, `SendInput`):
+    /// on its input stream to the daemon while this process knows the
+    /// session, else as a request of its own, adopting a restored session.
+    async fn write(&self, session_id: &str, data: prost::bytes::Bytes) -> Result<()> {
+        validate::write_len(data.len())?;
+        let restored = self.usable(session_id).await?;
+        match self.memory.input(session_id) {
+            Some(input) => {
+                self.daemon_up()?;
+                input
+                    .write(&self.daemon, session_id, data, self.operation_timeout)
+                    .await?;
+            }
+            // Restored and not adopted yet, or forgotten since (the
+            // daemon's answer says why): a request of its own.
+            None => {
+                let mut client = self.daemon.clone();
+                let write = self.request(daemon::WriteRequest {
+                    session_id: session_id.to_owned(),
+                    data,
+                });
+                self.daemon_call("write", client.write(write)).await?;
+            }
+        }
+        if let Some(row) = restored {
+            self.adopt(row).await;
+        }
+        Ok(())
+    }
+
     /// Opens the daemon's attach stream of a session. Only the opening is
     /// bounded by the operation timeout; the stream itself is not.
     async fn open_stream(
@@ -472,6 +502,10 @@ pub type AttachStream =
 /// The stream type of `StartSession`.
 pub type StartStream = Pin<Box<dyn Stream<Item = Result<pb::StartSessionResponse, Status>> + Send>>;
 
+/// Answers to the writes of a `SendInput` stream.
+pub type SendInputStream =
+    Pin<Box<dyn Stream<Item = Result<pb::SendInputResponse, Status>> + Send>>;
+
 #[tonic::async_trait]
 impl TerminalService for Host {
     async fn create_session(
@@ -586,36 +620,36 @@ impl TerminalService for Host {
         request: Request<pb::WriteInputRequest>,
     ) -> Result<Response<pb::WriteInputResponse>, Status> {
         let request = request.into_inner();
-        let session_id = validate::id("session_id", &request.session_id)?.to_owned();
-        validate::write_len(request.data.len())?;
-        let restored = self.usable(&session_id).await?;
-        match self.memory.input(&session_id) {
-            Some(input) => {
-                self.daemon_up()?;
-                input
-                    .write(
-                        &self.daemon,
-                        &session_id,
-                        request.data,
-                        self.operation_timeout,
-                    )
-                    .await?;
-            }
-            // Restored and not adopted yet, or forgotten since (the
-            // daemon's answer says why): a request of its own.
-            None => {
-                let mut client = self.daemon.clone();
-                let write = self.request(daemon::WriteRequest {
-                    session_id,
-                    data: request.data,
-                });
-                self.daemon_call("write", client.write(write)).await?;
-            }
-        }
-        if let Some(row) = restored {
-            self.adopt(row).await;
-        }
+        let session_id = validate::id("session_id", &request.session_id)?;
+        self.write(session_id, request.data).await?;
         Ok(Response::new(pb::WriteInputResponse {}))
+    }
+
+    type SendInputStream = SendInputStream;
+
+    async fn send_input(
+        &self,
+        request: Request<tonic::Streaming<pb::SendInputRequest>>,
+    ) -> Result<Response<SendInputStream>, Status> {
+        let host = self.clone();
+        let writes = request.into_inner();
+        let answers = futures_util::stream::try_unfold(
+            (writes, String::new()),
+            move |(mut writes, mut session_id)| {
+                let host = host.clone();
+                async move {
+                    let Some(write) = writes.message().await? else {
+                        return Ok(None);
+                    };
+                    if !write.session_id.is_empty() || session_id.is_empty() {
+                        session_id = validate::id("session_id", &write.session_id)?.to_owned();
+                    }
+                    host.write(&session_id, write.data).await?;
+                    Ok(Some((pb::SendInputResponse {}, (writes, session_id))))
+                }
+            },
+        );
+        Ok(Response::new(Box::pin(answers)))
     }
 
     async fn resize_session(

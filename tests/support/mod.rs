@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use holdfast::answered_stream::{self, AnsweredStream};
 use holdfast::daemon_client::{self, DaemonClient};
 use holdfast::proc_stat::ProcStat;
 use holdfast::proto::daemon::v1 as pb;
@@ -315,50 +316,50 @@ pub async fn attach(
         .into_inner()
 }
 
-/// A daemon `Input` stream: each write a message, answered in order.
+/// A daemon `Input` stream: each write a message, answered in order;
+/// opened by its first write.
 pub struct Input {
-    writes: tokio::sync::mpsc::Sender<pb::InputRequest>,
-    answers: Streaming<pb::InputResponse>,
+    client: DaemonClient,
+    stream: Option<AnsweredStream<pb::InputRequest, pb::InputResponse>>,
 }
 
 impl Input {
-    /// Opens an `Input` stream. Refusals come as the answer to a write.
     pub async fn open(client: &DaemonClient) -> Self {
-        let (writes, queued) = tokio::sync::mpsc::channel(4);
-        let answers = client
-            .clone()
-            .input(tokio_stream::wrappers::ReceiverStream::new(queued))
-            .await
-            .expect("the daemon takes Input streams")
-            .into_inner();
-        Self { writes, answers }
+        Self {
+            client: client.clone(),
+            stream: None,
+        }
     }
 
     /// Sends one write (`session_id` may be empty after the first) and
-    /// waits for its answer.
+    /// waits for its answer: `Ok`, or the status that ended the stream.
     pub async fn write(&mut self, session_id: &str, data: &[u8]) -> Result<(), tonic::Status> {
         let write = pb::InputRequest {
             session_id: session_id.to_owned(),
             data: data.to_vec().into(),
         };
-        if self.writes.send(write).await.is_err() {
-            return Err(tonic::Status::cancelled(
-                "the stream's request side has closed",
-            ));
-        }
-        self.answer().await
+        let answered = async {
+            match &mut self.stream {
+                Some(stream) => stream.send(write).await,
+                None => {
+                    let (writes, requests) = answered_stream::requests(write);
+                    let answers = self.client.input(requests).await?.into_inner();
+                    self.stream = Some(AnsweredStream::opened(writes, answers).await?);
+                    Ok(())
+                }
+            }
+        };
+        tokio::time::timeout(PATIENCE, answered)
+            .await
+            .expect("an answer on the Input stream within the patience")
     }
 
-    /// The next answer: `Ok` for a write queued to the terminal, the
-    /// status that ended the stream, or an error for a stream that ended
-    /// without one.
+    /// The next answer without a write: how the stream ended.
     pub async fn answer(&mut self) -> Result<(), tonic::Status> {
-        match tokio::time::timeout(PATIENCE, self.answers.message()).await {
-            Ok(Ok(Some(_))) => Ok(()),
-            Ok(Ok(None)) => Err(tonic::Status::unknown("the stream ended without a status")),
-            Ok(Err(status)) => Err(status),
-            Err(_) => panic!("no answer on the Input stream within {PATIENCE:?}"),
-        }
+        let stream = self.stream.as_mut().expect("a write opened the stream");
+        tokio::time::timeout(PATIENCE, stream.answer())
+            .await
+            .expect("an answer on the Input stream within the patience")
     }
 }
 

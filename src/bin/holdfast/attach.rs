@@ -7,6 +7,7 @@ use std::io::{IsTerminal, Write};
 
 use anyhow::Context;
 use futures_util::{Stream, StreamExt};
+use holdfast::answered_stream::{self, AnsweredStream};
 use holdfast::proto::host::v1 as pb;
 use rustix::termios::{OptionalActions, Termios};
 use tokio::io::AsyncReadExt;
@@ -133,6 +134,7 @@ async fn relay(
     // Input that is not a terminal (a file, a pipe, /dev/null) may end long
     // before the program does: the output is still shown to the end.
     let mut stdin_open = true;
+    let mut typing = Typing::NotYet;
     let ending = loop {
         tokio::select! {
             message = stream.next() => match message.transpose() {
@@ -163,11 +165,7 @@ async fn relay(
                 let detach_at = typed.iter().position(|byte| *byte == DETACH_KEY);
                 let input = &typed[..detach_at.unwrap_or(read)];
                 if !input.is_empty() {
-                    clients
-                        .terminals
-                        .write_input(pb::WriteInputRequest { session_id: session_id.clone(), data: input.to_vec().into() })
-                        .await
-                        .map_err(refused)?;
+                    typing.send(clients, &session_id, input).await.map_err(refused)?;
                 }
                 if detach_at.is_some() {
                     break Ending::Detached;
@@ -203,6 +201,58 @@ async fn relay(
             1
         }
     })
+}
+
+/// An open `SendInput` stream.
+type KeyStream = AnsweredStream<pb::SendInputRequest, pb::SendInputResponse>;
+
+/// Where keystrokes go: one `SendInput` stream, opened at the first, or
+/// a `WriteInput` each to a host-service that has no `SendInput` (an
+/// earlier version, still running).
+enum Typing {
+    NotYet,
+    Stream(Box<KeyStream>),
+    Requests,
+}
+
+impl Typing {
+    /// Sends keys, answering once they reached the session's terminal.
+    async fn send(
+        &mut self,
+        clients: &mut Clients,
+        session_id: &str,
+        keys: &[u8],
+    ) -> Result<(), tonic::Status> {
+        let data = prost::bytes::Bytes::copy_from_slice(keys);
+        let session_id = session_id.to_owned();
+        match self {
+            Self::Stream(stream) => stream.send(pb::SendInputRequest { session_id, data }).await,
+            Self::Requests => {
+                let write = pb::WriteInputRequest { session_id, data };
+                clients.terminals.write_input(write).await.map(drop)
+            }
+            Self::NotYet => {
+                let first = pb::SendInputRequest {
+                    session_id: session_id.clone(),
+                    data: data.clone(),
+                };
+                let (writes, requests) = answered_stream::requests(first);
+                match clients.terminals.send_input(requests).await {
+                    Ok(answers) => {
+                        let stream = KeyStream::opened(writes, answers.into_inner()).await?;
+                        *self = Self::Stream(Box::new(stream));
+                        Ok(())
+                    }
+                    Err(status) if status.code() == tonic::Code::Unimplemented => {
+                        *self = Self::Requests;
+                        let write = pb::WriteInputRequest { session_id, data };
+                        clients.terminals.write_input(write).await.map(drop)
+                    }
+                    Err(status) => Err(status),
+                }
+            }
+        }
+    }
 }
 
 /// This terminal's size as (cols, rows), when it has one.

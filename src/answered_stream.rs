@@ -1,0 +1,60 @@
+//! The client half of holdfast's input streams (the daemon's `Input`, the
+//! host-service's `SendInput`): writes go out as messages on one request
+//! stream, and each is answered in order on the response stream.
+
+use futures_util::{Stream, StreamExt};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Status, Streaming};
+
+/// The request stream to open an input stream with (a generated client's
+/// call), and the sender of the writes after `first`. `first` leaves with
+/// the request's headers, so opening costs no round trip of its own.
+pub fn requests<Req: Send + 'static>(
+    first: Req,
+) -> (mpsc::Sender<Req>, impl Stream<Item = Req> + Send + 'static) {
+    let (writes, queued) = mpsc::channel(1);
+    let requests = futures_util::stream::iter([first]).chain(ReceiverStream::new(queued));
+    (writes, requests)
+}
+
+/// An open input stream, one write in flight at a time.
+pub struct AnsweredStream<Req, Resp> {
+    writes: mpsc::Sender<Req>,
+    answers: Streaming<Resp>,
+}
+
+impl<Req: Send + 'static, Resp> AnsweredStream<Req, Resp> {
+    /// The stream opened with [`requests`], once `first` is answered.
+    pub async fn opened(
+        writes: mpsc::Sender<Req>,
+        answers: Streaming<Resp>,
+    ) -> Result<Self, Status> {
+        let mut stream = Self { writes, answers };
+        stream.answer().await?;
+        Ok(stream)
+    }
+
+    /// Sends one write and waits for its answer.
+    pub async fn send(&mut self, write: Req) -> Result<(), Status> {
+        if self.writes.send(write).await.is_err() {
+            // The server ended the stream: nothing was sent, and how the
+            // stream ended is the answer.
+            return match self.answers.message().await {
+                Err(status) => Err(status),
+                Ok(_) => Err(Status::unavailable("the server closed the input stream")),
+            };
+        }
+        self.answer().await
+    }
+
+    /// The next answer, or the status that ended the stream.
+    pub async fn answer(&mut self) -> Result<(), Status> {
+        match self.answers.message().await? {
+            Some(_) => Ok(()),
+            None => Err(Status::unavailable(
+                "the server ended the input stream without answering",
+            )),
+        }
+    }
+}
