@@ -19,11 +19,20 @@ use crate::error::{Error, Result};
 /// they reach the terminal whole and in the order they were answered.
 #[derive(Default)]
 pub struct SessionInput {
-    stream: Mutex<Option<Open>>,
+    stream: Mutex<Stream>,
 }
 
-/// An open `Input` stream.
-type Open = AnsweredStream<daemon::InputRequest, daemon::InputResponse>;
+/// Where the session's writes go.
+#[derive(Default)]
+enum Stream {
+    /// Nowhere yet: the next write opens the stream.
+    #[default]
+    Closed,
+    Open(Box<AnsweredStream<daemon::InputRequest, daemon::InputResponse>>),
+    /// The daemon has no `Input` (an earlier version, kept running across
+    /// an upgrade of the host-service): a `Write` request each.
+    Requests,
+}
 
 impl std::fmt::Debug for SessionInput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -57,11 +66,15 @@ impl SessionInput {
         match tokio::time::timeout_at(deadline, send(&mut stream, daemon, session_id, data)).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(status)) => {
-                *stream = None;
+                if matches!(*stream, Stream::Open(_)) {
+                    *stream = Stream::Closed;
+                }
                 Err(Error::from_daemon(status))
             }
             Err(_) => {
-                *stream = None;
+                if matches!(*stream, Stream::Open(_)) {
+                    *stream = Stream::Closed;
+                }
                 Err(timed_out())
             }
         }
@@ -70,28 +83,45 @@ impl SessionInput {
 
 /// Sends one write on the stream, opening it with this write if need be.
 async fn send(
-    stream: &mut Option<Open>,
+    stream: &mut Stream,
     daemon: &DaemonClient,
     session_id: &str,
     data: Bytes,
 ) -> Result<(), Status> {
+    let write = |data| daemon::WriteRequest {
+        session_id: session_id.to_owned(),
+        data,
+    };
     match stream {
-        Some(open) => {
+        Stream::Open(open) => {
             let write = daemon::InputRequest {
                 session_id: String::new(),
                 data,
             };
             open.send(write).await
         }
-        None => {
+        Stream::Requests => daemon.clone().write(write(data)).await.map(drop),
+        Stream::Closed => {
             let first = daemon::InputRequest {
                 session_id: session_id.to_owned(),
-                data,
+                data: data.clone(),
             };
             let (writes, requests) = answered_stream::requests(first);
-            let answers = daemon.clone().input(requests).await?.into_inner();
-            *stream = Some(Open::opened(writes, answers).await?);
-            Ok(())
+            match daemon.clone().input(requests).await {
+                Ok(answers) => {
+                    let open = AnsweredStream::opened(writes, answers.into_inner()).await?;
+                    *stream = Stream::Open(Box::new(open));
+                    Ok(())
+                }
+                // Refused before reading anything: the write goes as a
+                // request, and so will the session's next ones.
+                Err(status) if status.code() == tonic::Code::Unimplemented => {
+                    tracing::debug!(%session_id, "the pty-daemon has no Input (an earlier version): writing with Write");
+                    *stream = Stream::Requests;
+                    daemon.clone().write(write(data)).await.map(drop)
+                }
+                Err(status) => Err(status),
+            }
         }
     }
 }
