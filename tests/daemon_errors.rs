@@ -257,7 +257,7 @@ async fn input_streams_refuse_bad_writes_with_precise_statuses() {
     let other = spawn(&mut client, &["cat"]).await;
     let writer = client.clone();
     let refused = async |writes: &[(&str, &[u8])]| {
-        let mut input = Input::open(&writer).await;
+        let mut input = Input::new(&writer);
         for (session_id, data) in &writes[..writes.len() - 1] {
             input.write(session_id, data).await.expect("a good write");
         }

@@ -37,7 +37,7 @@ async fn input_streams_writes_in_order_and_ends_with_its_session() {
     .await;
     let id = &session.session_id;
     let mut stream = attach(&mut client, id, None).await;
-    let mut input = Input::open(&client).await;
+    let mut input = Input::new(&client);
     input.write(id, b"one\n").await.expect("the first write");
     input
         .write("", b"two\n")
@@ -55,7 +55,7 @@ async fn input_streams_writes_in_order_and_ends_with_its_session() {
 
     // A closed stream leaves the session running; a new one writes on.
     drop(input);
-    let mut input = Input::open(&client).await;
+    let mut input = Input::new(&client);
     input
         .write(id, b"four\n")
         .await
@@ -84,8 +84,8 @@ async fn a_write_larger_than_the_terminal_holds_waits_for_the_program() {
     let mut stream = attach(&mut client, &session.session_id, None).await;
     let mut received = Received::default();
     receive_text(&mut stream, &mut received, "ready").await;
-    // A terminal's input queue holds well under 1 MiB (640 KiB on Linux),
-    // so this write fills it and must wait for `head` to read on.
+    // A terminal's input queue holds a few KiB, so this write fills it
+    // many times over and must wait for `head` to read on.
     let data = "x".repeat(1 << 20);
     tokio::time::timeout(PATIENCE, write(&client, &session.session_id, &data))
         .await

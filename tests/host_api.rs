@@ -51,7 +51,8 @@ async fn input_from_many_writers_arrives_whole_and_an_ended_session_refuses_more
     assert_eq!(runs, whole, "each write whole, none lost");
 
     // Once the program has ended, a write is refused as for any ended
-    // session, though this session's input stream was open.
+    // session (on the input stream the daemon ended, or as a request of
+    // its own once the host has forgotten the session).
     host.write_input(id, "\n").await;
     let exited = loop {
         let message = tokio::time::timeout(PATIENCE, stream.message())

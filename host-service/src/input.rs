@@ -43,9 +43,9 @@ impl std::fmt::Debug for SessionInput {
 impl SessionInput {
     /// Writes `data` to the session's terminal, answering once the daemon
     /// has queued all of it there. Waiting for its turn counts against
-    /// `timeout`. A write that fails or times out closes the stream (the
-    /// daemon then drops whatever of it was not yet written); the next
-    /// write opens another.
+    /// `timeout`. A write that fails, times out or is dropped closes the
+    /// stream (the daemon then drops whatever of it was not yet written);
+    /// the next write opens another.
     pub async fn write(
         &self,
         daemon: &DaemonClient,
@@ -63,64 +63,68 @@ impl SessionInput {
         let Ok(mut stream) = tokio::time::timeout_at(deadline, self.stream.lock()).await else {
             return Err(timed_out());
         };
-        match tokio::time::timeout_at(deadline, send(&mut stream, daemon, session_id, data)).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(status)) => {
-                if matches!(*stream, Stream::Open(_)) {
-                    *stream = Stream::Closed;
-                }
-                Err(Error::from_daemon(status))
+        // Taken out for the exchange and put back only once it is
+        // answered: should this write be dropped on the way (a client
+        // gone, a deadline of its own), the stream goes with it, and no
+        // later write can take this one's answer for its own.
+        let taken = std::mem::take(&mut *stream);
+        match tokio::time::timeout_at(deadline, send(taken, daemon, session_id, data)).await {
+            Ok((after, answered)) => {
+                *stream = after;
+                answered.map_err(Error::from_daemon)
             }
-            Err(_) => {
-                if matches!(*stream, Stream::Open(_)) {
-                    *stream = Stream::Closed;
-                }
-                Err(timed_out())
-            }
+            Err(_) => Err(timed_out()),
         }
     }
 }
 
-/// Sends one write on the stream, opening it with this write if need be.
+/// Sends one write on the stream, opening it with this write if need be;
+/// returns where the session's next write goes, and the answer.
 async fn send(
-    stream: &mut Stream,
+    stream: Stream,
     daemon: &DaemonClient,
     session_id: &str,
     data: Bytes,
-) -> Result<(), Status> {
+) -> (Stream, Result<(), Status>) {
     let write = |data| daemon::WriteRequest {
         session_id: session_id.to_owned(),
         data,
     };
     match stream {
-        Stream::Open(open) => {
+        Stream::Open(mut open) => {
             let write = daemon::InputRequest {
                 session_id: String::new(),
                 data,
             };
-            open.send(write).await
+            match open.send(write).await {
+                Ok(()) => (Stream::Open(open), Ok(())),
+                Err(status) => (Stream::Closed, Err(status)),
+            }
         }
-        Stream::Requests => daemon.clone().write(write(data)).await.map(drop),
+        Stream::Requests => {
+            let written = daemon.clone().write(write(data)).await;
+            (Stream::Requests, written.map(drop))
+        }
         Stream::Closed => {
             let first = daemon::InputRequest {
                 session_id: session_id.to_owned(),
                 data: data.clone(),
             };
             let (writes, requests) = answered_stream::requests(first);
-            match daemon.clone().input(requests).await {
-                Ok(answers) => {
-                    let open = AnsweredStream::opened(writes, answers.into_inner()).await?;
-                    *stream = Stream::Open(Box::new(open));
-                    Ok(())
-                }
+            let answers = match daemon.clone().input(requests).await {
+                Ok(answers) => answers.into_inner(),
                 // Refused before reading anything: the write goes as a
                 // request, and so will the session's next ones.
                 Err(status) if status.code() == tonic::Code::Unimplemented => {
                     tracing::debug!(%session_id, "the pty-daemon has no Input (an earlier version): writing with Write");
-                    *stream = Stream::Requests;
-                    daemon.clone().write(write(data)).await.map(drop)
+                    let written = daemon.clone().write(write(data)).await;
+                    return (Stream::Requests, written.map(drop));
                 }
-                Err(status) => Err(status),
+                Err(status) => return (Stream::Closed, Err(status)),
+            };
+            match AnsweredStream::opened(writes, answers).await {
+                Ok(open) => (Stream::Open(Box::new(open)), Ok(())),
+                Err(status) => (Stream::Closed, Err(status)),
             }
         }
     }

@@ -85,3 +85,86 @@ async fn a_write_after_the_daemon_ended_the_stream_is_refused_for_its_reason() {
     assert_eq!(status.code(), tonic::Code::FailedPrecondition, "{status:?}");
     assert!(status.message().contains("exited"), "{status:?}");
 }
+
+#[tokio::test]
+async fn a_write_dropped_on_its_way_is_not_finished_behind_the_next() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_daemon, mut client) = start_daemon(dir.path()).await;
+    // The program reads nothing until the test says so through a FIFO.
+    let gate = dir.path().join("gate");
+    let made = Command::new("mkfifo").arg(&gate).status().expect("mkfifo");
+    assert!(made.success());
+    let script = format!(
+        "stty raw -echo; echo ready; read go < '{}'; exec cat",
+        gate.display()
+    );
+    let spawn = daemon::SpawnRequest {
+        session_id: "gated".into(),
+        argv: vec!["sh".into(), "-c".into(), script],
+        cols: 80,
+        rows: 24,
+        ..Default::default()
+    };
+    client.spawn(spawn).await.expect("spawn");
+    let mut output = client
+        .attach(daemon::AttachRequest {
+            session_id: "gated".into(),
+            from_offset: Some(0),
+        })
+        .await
+        .expect("attach")
+        .into_inner();
+    let mut text = String::new();
+    receive(&mut output, &mut text, "ready").await;
+
+    // With the stream open, 1 MiB fills the terminal's input queue (a few
+    // KiB) and waits there; its caller gives up first.
+    let input = SessionInput::default();
+    input
+        .write(&client, "gated", "".into(), PATIENCE)
+        .await
+        .expect("an empty write opens the stream");
+    let big = prost::bytes::Bytes::from(vec![b'x'; 1 << 20]);
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(300),
+        input.write(&client, "gated", big, PATIENCE),
+    )
+    .await;
+    assert!(
+        dropped.is_err(),
+        "the queue was full, so no answer: {dropped:?}"
+    );
+
+    // The program reads on: what was queued comes out, the rest of the
+    // dropped write never goes in, and the next write is its own.
+    std::fs::write(&gate, "go\n").expect("open the gate");
+    input
+        .write(&client, "gated", "<end>".into(), PATIENCE)
+        .await
+        .expect("the next write");
+    let before = text.len();
+    receive(&mut output, &mut text, "<end>").await;
+    let queued = text[before..].bytes().filter(|b| *b == b'x').count();
+    assert!(
+        queued < 1 << 20,
+        "the dropped write went on to its end ({queued} bytes) behind the next one"
+    );
+}
+
+/// Reads output into `text` until it holds `needle`.
+async fn receive(
+    output: &mut tonic::Streaming<daemon::AttachResponse>,
+    text: &mut String,
+    needle: &str,
+) {
+    while !text.contains(needle) {
+        let message = tokio::time::timeout(PATIENCE, output.message())
+            .await
+            .expect("output within the patience")
+            .expect("the attach stream")
+            .expect("output before the end");
+        if let Some(daemon::attach_response::Event::Output(chunk)) = message.event {
+            text.push_str(&String::from_utf8_lossy(&chunk.data));
+        }
+    }
+}

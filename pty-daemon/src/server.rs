@@ -216,6 +216,7 @@ impl PtyDaemon for DaemonService {
                     let Some(write) = write else {
                         return Ok(None);
                     };
+                    validate::write_len(write.data.len())?;
                     let session = match session {
                         None => registry.get(validate::session_id(&write.session_id)?)?,
                         Some(session) => {
@@ -223,7 +224,6 @@ impl PtyDaemon for DaemonService {
                             session
                         }
                     };
-                    validate::write_len(write.data.len())?;
                     session.write(&write.data).await?;
                     Ok(Some((pb::InputResponse {}, (writes, Some(session)))))
                 }

@@ -324,7 +324,7 @@ pub struct Input {
 }
 
 impl Input {
-    pub async fn open(client: &DaemonClient) -> Self {
+    pub fn new(client: &DaemonClient) -> Self {
         Self {
             client: client.clone(),
             stream: None,
