@@ -285,7 +285,6 @@ async fn attach_replays_forwards_keys_follows_resizes_and_detaches() {
 /// and its exit ends the command.
 #[tokio::test]
 async fn new_attach_starts_a_session_in_this_terminal() {
-    use holdfast::proto::host::v1 as pb;
     let home = HostHome::new();
     let mut host = home.start(&[]).await;
     let workspace = host.create_workspace("terminal").await.workspace_id;
@@ -311,14 +310,7 @@ async fn new_attach_starts_a_session_in_this_terminal() {
     let shown = receive_host_text(&mut screen, "session exited with code 3").await;
     assert!(shown.contains("got:typed"), "{shown:?}");
     // The program's exit code is the command's own.
-    let ended = loop {
-        let message = next_message(&mut screen, "exit")
-            .await
-            .expect("the exit before the stream ends");
-        if let Some(pb::attach_session_response::Event::Exited(exited)) = message.event {
-            break exited;
-        }
-    };
+    let ended = receive_host_exit(&mut screen).await;
     assert_eq!(ended.exit_code, Some(3));
 }
 

@@ -54,17 +54,7 @@ async fn input_from_many_writers_arrives_whole_and_an_ended_session_refuses_more
     // session (on the input stream the daemon ended, or as a request of
     // its own once the host has forgotten the session).
     host.write_input(id, "\n").await;
-    let exited = loop {
-        let message = tokio::time::timeout(PATIENCE, stream.message())
-            .await
-            .expect("the exit within the patience")
-            .expect("the stream")
-            .expect("an exit event before the end");
-        if let Some(pb::attach_session_response::Event::Exited(exited)) = message.event {
-            break exited;
-        }
-    };
-    assert_eq!(exited.exit_code, Some(3));
+    assert_eq!(receive_host_exit(&mut stream).await.exit_code, Some(3));
     expect_status(
         host.terminals
             .clone()
@@ -134,17 +124,7 @@ async fn send_input_streams_writes_in_order_and_refuses_precisely() {
         .send(keys(&reader.session_id, &[0x04]))
         .await
         .expect("end of input");
-    loop {
-        let message = tokio::time::timeout(PATIENCE, read.message())
-            .await
-            .expect("the exit within the patience")
-            .expect("the stream")
-            .expect("an exit event before the end");
-        if let Some(pb::attach_session_response::Event::Exited(exited)) = message.event {
-            assert_eq!(exited.exit_code, Some(4));
-            break;
-        }
-    }
+    assert_eq!(receive_host_exit(&mut read).await.exit_code, Some(4));
     expect_status(
         input.send(keys("", b"more\n")).await,
         Code::FailedPrecondition,

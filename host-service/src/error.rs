@@ -47,6 +47,14 @@ impl Error {
         }
     }
 
+    /// A daemon call that got no answer within `timeout`.
+    pub fn no_answer(what: &str, timeout: std::time::Duration) -> Self {
+        Self::DaemonUnavailable(format!(
+            "{what} got no answer within {} ms",
+            timeout.as_millis()
+        ))
+    }
+
     /// Whether a spawn that failed so may still have started its program:
     /// no answer came, or the daemon failed after taking the request. Its
     /// refusals (bad input, no such program, an id in use) start nothing.

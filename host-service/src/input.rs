@@ -54,14 +54,8 @@ impl SessionInput {
         timeout: Duration,
     ) -> Result<()> {
         let deadline = tokio::time::Instant::now() + timeout;
-        let timed_out = || {
-            Error::DaemonUnavailable(format!(
-                "write got no answer within {} ms",
-                timeout.as_millis()
-            ))
-        };
         let Ok(mut stream) = tokio::time::timeout_at(deadline, self.stream.lock()).await else {
-            return Err(timed_out());
+            return Err(Error::no_answer("write", timeout));
         };
         // Taken out for the exchange and put back only once it is
         // answered: should this write be dropped on the way (a client
@@ -73,7 +67,7 @@ impl SessionInput {
                 *stream = after;
                 answered.map_err(Error::from_daemon)
             }
-            Err(_) => Err(timed_out()),
+            Err(_) => Err(Error::no_answer("write", timeout)),
         }
     }
 }

@@ -69,10 +69,7 @@ impl Host {
         match tokio::time::timeout(self.operation_timeout, call).await {
             Ok(Ok(response)) => Ok(response.into_inner()),
             Ok(Err(status)) => Err(Error::from_daemon(status)),
-            Err(_) => Err(Error::DaemonUnavailable(format!(
-                "{what} got no answer within {} ms",
-                self.operation_timeout.as_millis()
-            ))),
+            Err(_) => Err(Error::no_answer(what, self.operation_timeout)),
         }
     }
 
@@ -344,25 +341,21 @@ impl Host {
     /// session, else as a request of its own, adopting a restored session.
     async fn write(&self, session_id: &str, data: prost::bytes::Bytes) -> Result<()> {
         validate::write_len(data.len())?;
-        let restored = self.usable(session_id).await?;
-        match self.memory.input(session_id) {
-            Some(input) => {
-                self.daemon_up()?;
-                input
-                    .write(&self.daemon, session_id, data, self.operation_timeout)
-                    .await?;
-            }
-            // Restored and not adopted yet, or forgotten since (the
-            // daemon's answer says why): a request of its own.
-            None => {
-                let mut client = self.daemon.clone();
-                let write = self.request(daemon::WriteRequest {
-                    session_id: session_id.to_owned(),
-                    data,
-                });
-                self.daemon_call("write", client.write(write)).await?;
-            }
+        if let Some(input) = self.memory.input(session_id) {
+            self.daemon_up()?;
+            return input
+                .write(&self.daemon, session_id, data, self.operation_timeout)
+                .await;
         }
+        // Restored and not adopted yet, or forgotten (its row says whether
+        // it may still be used, the daemon's answer why not).
+        let restored = self.usable(session_id).await?;
+        let mut client = self.daemon.clone();
+        let write = self.request(daemon::WriteRequest {
+            session_id: session_id.to_owned(),
+            data,
+        });
+        self.daemon_call("write", client.write(write)).await?;
         if let Some(row) = restored {
             self.adopt(row).await;
         }

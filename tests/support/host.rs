@@ -332,6 +332,20 @@ pub async fn receive_host_text(
     text
 }
 
+/// Reads an attach stream until its exit event.
+pub async fn receive_host_exit(
+    stream: &mut tonic::Streaming<pb::AttachSessionResponse>,
+) -> pb::Exited {
+    loop {
+        let message = super::next_message(stream, "exit")
+            .await
+            .expect("the exit before the stream ends");
+        if let Some(pb::attach_session_response::Event::Exited(exited)) = message.event {
+            return exited;
+        }
+    }
+}
+
 /// A grpc-web `ListWorkspaces` over raw HTTP/1.1, as a browser sends it,
 /// with `Host` set to `host` (default: the address); the response, lowercased.
 pub async fn grpc_web_call(address: &str, host: Option<&str>, origin: &str) -> String {
