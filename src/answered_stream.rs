@@ -19,9 +19,15 @@ pub fn requests<Req: Send + 'static>(
 }
 
 /// An open input stream, one write in flight at a time.
+///
+/// A `send` dropped before its answer leaves the stream unusable (the
+/// answer still on its way belongs to that write): later ones are refused,
+/// and the caller opens another stream.
 pub struct AnsweredStream<Req, Resp> {
     writes: mpsc::Sender<Req>,
     answers: Streaming<Resp>,
+    /// A write was sent and its answer not yet read.
+    awaiting: bool,
 }
 
 impl<Req: Send + 'static, Resp> AnsweredStream<Req, Resp> {
@@ -30,13 +36,23 @@ impl<Req: Send + 'static, Resp> AnsweredStream<Req, Resp> {
         writes: mpsc::Sender<Req>,
         answers: Streaming<Resp>,
     ) -> Result<Self, Status> {
-        let mut stream = Self { writes, answers };
+        let mut stream = Self {
+            writes,
+            answers,
+            awaiting: true,
+        };
         stream.answer().await?;
         Ok(stream)
     }
 
     /// Sends one write and waits for its answer.
     pub async fn send(&mut self, write: Req) -> Result<(), Status> {
+        if self.awaiting {
+            return Err(Status::aborted(
+                "an earlier write on this input stream was dropped before its answer; open another stream",
+            ));
+        }
+        self.awaiting = true;
         if self.writes.send(write).await.is_err() {
             // The server ended the stream: nothing was sent, and how the
             // stream ended is the answer.
@@ -50,7 +66,9 @@ impl<Req: Send + 'static, Resp> AnsweredStream<Req, Resp> {
 
     /// The next answer, or the status that ended the stream.
     pub async fn answer(&mut self) -> Result<(), Status> {
-        match self.answers.message().await? {
+        let answer = self.answers.message().await;
+        self.awaiting = false;
+        match answer? {
             Some(_) => Ok(()),
             None => Err(Status::unavailable(
                 "the server ended the input stream without answering",

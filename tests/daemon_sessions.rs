@@ -76,6 +76,35 @@ async fn input_streams_writes_in_order_and_ends_with_its_session() {
 }
 
 #[tokio::test]
+async fn an_input_stream_whose_write_was_dropped_takes_no_more() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let script = "stty raw -echo; echo ready; exec sleep 600";
+    let session = spawn(&mut client, &["sh", "-c", script]).await;
+    let id = &session.session_id;
+    let mut stream = attach(&mut client, id, None).await;
+    receive_text(&mut stream, &mut Received::default(), "ready").await;
+    let mut input = Input::new(&client);
+    input
+        .write(id, b"")
+        .await
+        .expect("an empty write opens the stream");
+    // `sleep` reads nothing, so 1 MiB fills the (raw) terminal's queue
+    // and waits there; its caller gives up first.
+    let big = vec![b'x'; 1 << 20];
+    let dropped =
+        tokio::time::timeout(std::time::Duration::from_millis(300), input.write(id, &big)).await;
+    assert!(dropped.is_err(), "no answer while the queue is full");
+    // The answer on its way is the dropped write's: the stream refuses
+    // rather than hand it to the next write.
+    let refused = input
+        .write("", b"y")
+        .await
+        .expect_err("a stream past a dropped write");
+    assert_eq!(refused.code(), tonic::Code::Aborted, "{refused:?}");
+}
+
+#[tokio::test]
 async fn a_write_larger_than_the_terminal_holds_waits_for_the_program() {
     let daemon = Daemon::start().await;
     let mut client = daemon.client().await;
