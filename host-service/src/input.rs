@@ -10,7 +10,7 @@ use holdfast::daemon_client::DaemonClient;
 use holdfast::proto::daemon::v1 as daemon;
 use prost::bytes::Bytes;
 use tokio::sync::Mutex;
-use tonic::Status;
+use tonic::{Request, Status};
 
 use crate::error::{Error, Result};
 
@@ -62,7 +62,8 @@ impl SessionInput {
         // gone, a deadline of its own), the stream goes with it, and no
         // later write can take this one's answer for its own.
         let taken = std::mem::take(&mut *stream);
-        match tokio::time::timeout_at(deadline, send(taken, daemon, session_id, data)).await {
+        let sent = send(taken, daemon, session_id, data, deadline);
+        match tokio::time::timeout_at(deadline, sent).await {
             Ok((after, answered)) => {
                 *stream = after;
                 answered.map_err(Error::from_daemon)
@@ -73,16 +74,23 @@ impl SessionInput {
 }
 
 /// Sends one write on the stream, opening it with this write if need be;
-/// returns where the session's next write goes, and the answer.
+/// returns where the session's next write goes, and the answer. A write
+/// sent as a request of its own carries what is left until `deadline` as
+/// its gRPC deadline, so the daemon gives up on it when this process does.
 async fn send(
     stream: Stream,
     daemon: &DaemonClient,
     session_id: &str,
     data: Bytes,
+    deadline: tokio::time::Instant,
 ) -> (Stream, Result<(), Status>) {
-    let write = |data| daemon::WriteRequest {
-        session_id: session_id.to_owned(),
-        data,
+    let write = |data| {
+        let mut request = Request::new(daemon::WriteRequest {
+            session_id: session_id.to_owned(),
+            data,
+        });
+        request.set_timeout(deadline.saturating_duration_since(tokio::time::Instant::now()));
+        request
     };
     match stream {
         Stream::Open(mut open) => {

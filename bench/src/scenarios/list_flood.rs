@@ -1,16 +1,21 @@
-//! Scenario 2: List under an output flood: sessions running `yes`, each drained by
-//! its own attached client; `ListSessions` meanwhile. The floor is the same
-//! list before the flood starts; the peer is tmux with one control-mode
-//! client per session draining it, listed by another control client. The
-//! two floods run one after the other (both at once would share the CPUs).
+//! Scenario 2: List under an output flood: sessions running `yes`, each
+//! drained by its own attached client; `ListSessions` meanwhile, taking
+//! turns with the daemon's `List` and an empty RPC. The floor is that empty
+//! RPC under the same flood, and the list before the flood; the peer is
+//! tmux with one control-mode client per session draining it, listed by
+//! another control client. The two floods run one after the other (both at
+//! once would share the CPUs).
 
 use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
+use holdfast::proto::daemon::v1 as daemon_pb;
 use holdfast::proto::host::v1 as pb;
 use holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient;
 use tonic::transport::Channel;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_client::HealthClient;
 
 use super::Ctx;
 use crate::report::{Figure, Role, Row};
@@ -83,7 +88,9 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             })
             .await?;
     }
-    let mut flooded = Samples::default();
+    let mut health = HealthClient::new(host.channel.clone());
+    let mut daemon = host.daemon().clone();
+    let [mut flooded, mut bare, mut daemon_list] = std::array::from_fn(|_| Samples::default());
     let start = std::time::Instant::now();
     for _ in 0..scale.flood_samples {
         let (took, list) = time(host.list(&workspace)).await;
@@ -92,6 +99,17 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             "a flooded session went missing"
         );
         flooded.push(took);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let (took, reply) = time(health.check(HealthCheckRequest::default())).await;
+        reply?;
+        bare.push(took);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let (took, reply) = time(daemon.list(daemon_pb::ListRequest::default())).await;
+        ensure!(
+            reply?.into_inner().sessions.len() >= sessions.len(),
+            "daemon list short"
+        );
+        daemon_list.push(took);
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let seconds = start.elapsed().as_secs_f64();
@@ -124,6 +142,27 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             sessions.len(),
             drained as f64 / 1e6 / seconds
         )),
+    );
+    report.add(
+        Row::new(
+            NAME,
+            Role::Holdfast,
+            "daemon List while flooding",
+            Figure::latency(&daemon_list),
+        )
+        .note(format!(
+            "the same {} sessions, from the daemon directly, on its unix socket",
+            sessions.len()
+        )),
+    );
+    report.add(
+        Row::new(
+            NAME,
+            Role::Floor,
+            "empty RPC: host health Check while flooding",
+            Figure::latency(&bare),
+        )
+        .note("the floor of any request under the same flood"),
     );
     report.add(Row::new(
         NAME,

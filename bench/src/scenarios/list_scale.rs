@@ -9,6 +9,7 @@ use anyhow::{Result, ensure};
 use holdfast::proto::daemon::v1 as daemon_pb;
 use holdfast::proto::host::v1 as host_pb;
 use host_service::store::{SessionRow, Store, WorkspaceRow, micros};
+use prost::Message;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
 
@@ -19,6 +20,26 @@ use crate::stats::{Samples, time, time_blocking};
 use crate::tmux::Tmux;
 
 const NAME: &str = "1. list at scale";
+
+/// How long the client's share of a list takes: decoding `answer`'s bytes
+/// into messages (prost, as tonic does), p50 over 50 rounds.
+fn decoding<M: Message + Default>(answer: Option<&M>) -> String {
+    let Some(answer) = answer else {
+        return "not measured".into();
+    };
+    let bytes = answer.encode_to_vec();
+    let mut took = Samples::default();
+    for _ in 0..50 {
+        let (elapsed, decoded) = time_blocking(|| M::decode(bytes.as_slice()));
+        drop(std::hint::black_box(decoded));
+        took.push(elapsed);
+    }
+    format!(
+        "{} µs p50 ({} KiB)",
+        took.p50().as_micros(),
+        bytes.len() / 1024
+    )
+}
 
 /// Seeds ended rows, half in the measured workspace, half in nine others;
 /// returns the measured workspace's id.
@@ -99,14 +120,20 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
 
     let mut health = HealthClient::new(host.channel.clone());
     let mut daemon = host.daemon().clone();
+    let mut daemon_health = HealthClient::new(
+        holdfast::daemon_client::connect_channel(&home.socket(), Duration::from_secs(5)).await?,
+    );
     let [
         mut listed,
         mut polled,
         mut daemon_list,
         mut bare,
+        mut bare_daemon,
         mut control_list,
         mut process_list,
     ] = std::array::from_fn(|_| Samples::default());
+    let mut last_list = None;
+    let mut last_daemon_list = None;
     for i in 0..scale.list_samples {
         let (took, list) = time(host.list(&workspace)).await;
         let list = list?;
@@ -129,15 +156,18 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             list.generation
         );
         polled.push(took);
+        last_list = Some(list);
         let (took, reply) = time(daemon.list(daemon_pb::ListRequest::default())).await;
-        ensure!(
-            reply?.into_inner().sessions.len() >= sessions,
-            "daemon list short"
-        );
+        let reply = reply?.into_inner();
+        ensure!(reply.sessions.len() >= sessions, "daemon list short");
         daemon_list.push(took);
+        last_daemon_list = Some(reply);
         let (took, reply) = time(health.check(HealthCheckRequest::default())).await;
         reply?;
         bare.push(took);
+        let (took, reply) = time(daemon_health.check(HealthCheckRequest::default())).await;
+        reply?;
+        bare_daemon.push(took);
         let (took, names) = time_blocking(|| control.command("list-sessions -F '#{session_name}'"));
         ensure!(names?.len() > sessions, "tmux listed too few");
         control_list.push(took);
@@ -161,7 +191,10 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             "p50 ≤ 1 ms, p99 ≤ 2 ms",
             listed.p50() <= Duration::from_millis(1) && listed.p99() <= Duration::from_millis(2),
         )
-        .note(setting),
+        .note(format!(
+            "{setting}; of that, decoding the answer in the client: {}",
+            decoding(last_list.as_ref())
+        )),
     );
     report.add(
         Row::new(
@@ -182,13 +215,23 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         .target(
             "p50 ≤ 0.5 ms",
             daemon_list.p50() <= Duration::from_micros(500),
-        ),
+        )
+        .note(format!(
+            "of that, decoding the answer in the client: {}",
+            decoding(last_daemon_list.as_ref())
+        )),
     );
     report.add(Row::new(
         NAME,
         Role::Floor,
         "empty RPC: health Check (TCP)",
         Figure::latency(&bare),
+    ));
+    report.add(Row::new(
+        NAME,
+        Role::Floor,
+        "empty RPC: the daemon's health Check (unix socket)",
+        Figure::latency(&bare_daemon),
     ));
     report.add(Row::new(
         NAME,
