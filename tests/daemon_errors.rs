@@ -372,6 +372,36 @@ async fn errors_about_huge_fields_are_short_and_the_connection_survives() {
         .expect("the same connection still answers");
 }
 
+/// A program whose arguments the kernel will not take (one longer than
+/// its 128 KiB limit for a single argument) is the request's fault, not a
+/// missing program; a program that is missing is still NOT_FOUND.
+#[tokio::test]
+async fn arguments_too_long_for_the_system_are_an_invalid_argument() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let too_long = "x".repeat(200_000);
+    let status = client
+        .spawn(spawn_request(&["true", too_long.as_str()]))
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        status.code(),
+        Code::InvalidArgument,
+        "{:.300}",
+        status.message()
+    );
+    assert!(
+        status.message().contains("longer than the system takes"),
+        "{:.300}",
+        status.message()
+    );
+    let status = client
+        .spawn(spawn_request(&["/no/such/program"]))
+        .await
+        .expect_err("refused");
+    assert_eq!(status.code(), Code::NotFound, "{}", status.message());
+}
+
 /// Every daemon RPC whose request starts with a string, sent that field as
 /// bytes that are not UTF-8: refused (INTERNAL, gRPC's code for an
 /// unparseable message) naming the cause, and the daemon carries on.

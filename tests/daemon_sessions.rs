@@ -486,6 +486,24 @@ async fn sessions_hear_sighup_even_when_the_daemon_was_started_under_nohup() {
     assert_eq!(gone.signal, Some(rustix::process::Signal::HUP.as_raw()));
 }
 
+/// A launcher that leaves SIGCHLD ignored would have the kernel reap the
+/// programs, and their exit statuses would be lost.
+#[tokio::test]
+async fn exit_statuses_survive_a_launcher_that_ignores_sigchld() {
+    // (A shell's `trap '' CHLD` does not survive its exec; Python's does.)
+    let ignoring = "import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])";
+    let daemon = Daemon::start_under(&["python3", "-c", ignoring], &[]).await;
+    let mut client = daemon.client().await;
+    for code in [7, 0, 42] {
+        let script = format!("sleep 0.1; exit {code}");
+        let session = spawn(&mut client, &["sh", "-c", &script]).await;
+        let gone = exited(&client, &session.session_id).await;
+        assert_eq!(gone.exit_code, Some(code), "{}", daemon.log());
+    }
+    let quick = spawn(&mut client, &["sh", "-c", "exit 3"]).await;
+    assert_eq!(exited(&client, &quick.session_id).await.exit_code, Some(3));
+}
+
 /// A program leads a session of its own with the PTY as its controlling
 /// terminal (Ctrl-C reaches it), and inherits no ignored or blocked signal:
 /// not the SIGHUP a nohup launcher leaves ignored, nor the SIGPIPE Rust
@@ -533,6 +551,35 @@ async fn programs_lead_their_terminal_with_default_signals() {
     write(&client, &session.session_id, "\x03").await;
     let gone = exited(&client, &session.session_id).await;
     assert_eq!(gone.signal, Some(rustix::process::Signal::INT.as_raw()));
+}
+
+/// A title sequence that never ends (an `ESC ]` in a binary file `cat`
+/// to the terminal, say) is kept to its first KiB: the program's output
+/// after it cannot grow the daemon.
+#[tokio::test]
+async fn an_unterminated_title_does_not_grow_the_daemon() {
+    const BYTES: u64 = 32 << 20;
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let pid = i32::try_from(daemon.child.id()).expect("pid");
+    let before = holdfast::proc_usage::rss_kib(pid);
+    let script = format!("printf '\\033]0;'; head -c {BYTES} /dev/zero | tr '\\000' y; sleep 1000");
+    let session = spawn(&mut client, &["sh", "-c", &script]).await;
+    eventually("the program's output to be read", || {
+        let mut client = client.clone();
+        let id = session.session_id.clone();
+        async move {
+            let listed = find(&mut client, &id).await?;
+            (listed.output_offset >= BYTES).then_some(())
+        }
+    })
+    .await;
+    let grown_kib = holdfast::proc_usage::rss_kib(pid).saturating_sub(before);
+    assert!(
+        grown_kib < 12 << 10,
+        "the daemon grew by {grown_kib} KiB reading {} MiB of an open title",
+        BYTES >> 20
+    );
 }
 
 #[tokio::test]

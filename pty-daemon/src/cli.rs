@@ -73,6 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         detach(&log_path)?;
     }
     raise_fd_limit();
+    reap_children_ourselves();
     let settings = SessionSettings {
         // Bounded to 1 GiB by the parser, so it fits.
         scrollback_bytes: args.scrollback_bytes as usize,
@@ -124,6 +125,19 @@ fn detach(log_path: &std::path::Path) -> anyhow::Result<()> {
         .start()
         .context("detaching")?;
     Ok(())
+}
+
+/// A launcher may leave SIGCHLD ignored, and an ignored signal stays
+/// ignored across exec: the kernel would then reap the programs itself,
+/// and their exit statuses would be lost. The daemon reaps them, through
+/// their pidfds.
+fn reap_children_ourselves() {
+    // SAFETY: restoring a signal's default disposition, before the
+    // runtime's threads start; no handler of ours is replaced.
+    let previous = unsafe { libc::signal(libc::SIGCHLD, libc::SIG_DFL) };
+    if previous == libc::SIG_ERR {
+        tracing::warn!(error = %std::io::Error::last_os_error(), "could not restore SIGCHLD's default disposition");
+    }
 }
 
 /// Each session holds two descriptors (PTY master, pidfd); the usual soft

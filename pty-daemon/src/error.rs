@@ -17,6 +17,15 @@ pub enum Error {
     /// The session's program has exited, so it takes no input or resize.
     #[error("session {0:?} has exited")]
     SessionExited(String),
+    /// The system could not start another program now (process or
+    /// memory limits).
+    #[error("cannot start {program:?} now: {reason}")]
+    NoResources {
+        /// argv[0] as given.
+        program: String,
+        /// What went wrong, from the spawner.
+        reason: String,
+    },
     /// The working directory for a spawn does not exist or is no directory.
     #[error("working directory {0} does not exist or is not a directory")]
     CwdNotFound(PathBuf),
@@ -65,6 +74,7 @@ impl From<Error> for tonic::Status {
             }
             Error::SessionExists(_) => Self::already_exists(message),
             Error::SessionExited(_) => Self::failed_precondition(message),
+            Error::NoResources { .. } => Self::resource_exhausted(message),
             Error::Io { .. } | Error::AlreadyRunning(_) => {
                 tracing::error!(%message, "request failed");
                 Self::internal(message)

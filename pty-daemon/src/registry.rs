@@ -199,11 +199,13 @@ impl Registry {
     }
 
     /// After a session came or went: the ordered list is stale and lists
-    /// have a new generation (bumped once the lock is let go).
+    /// have a new generation, bumped before the lock is let go, so that a
+    /// list which sees the new set of sessions cannot read the old
+    /// generation after it and answer "unchanged".
     fn changed(&self, mut sessions: MutexGuard<'_, Sessions>) {
         sessions.ordered = None;
-        drop(sessions);
         self.generation.bump();
+        drop(sessions);
     }
 
     fn reserve(&self, session_id: Option<String>) -> Result<String> {

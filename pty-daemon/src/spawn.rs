@@ -12,6 +12,10 @@ use rustix::process::{Pid, PidfdFlags};
 use crate::error::{Error, Result};
 use crate::posix_spawn;
 
+/// Held to open a PTY, whose descriptors are inheritable for a moment, and
+/// shared by the spawns, which must not start a program in that moment.
+static PTY_OPENING: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 /// What to run and on what terminal, already validated.
 #[derive(Debug, Clone)]
 pub struct SpawnSpec {
@@ -121,9 +125,16 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
         pixel_width: 0,
         pixel_height: 0,
     };
-    let pair = native_pty_system()
-        .openpty(size)
-        .map_err(|error| Error::io("opening a PTY", std::io::Error::other(format!("{error:#}"))))?;
+    // openpty opens both sides inheritable and marks them close-on-exec
+    // only after: a program started by another thread meanwhile would keep
+    // this terminal open (no hang-up for its session, ever).
+    let pair = {
+        let _alone = PTY_OPENING
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        native_pty_system().openpty(size)
+    }
+    .map_err(|error| Error::io("opening a PTY", std::io::Error::other(format!("{error:#}"))))?;
     let tty = pair
         .master
         .tty_name()
@@ -146,21 +157,33 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
         .iter()
         .map(|(name, value)| c_string(&format!("{name}={value}")))
         .collect::<Result<Vec<_>>>()?;
-    let program_error = |error: std::io::Error| {
-        not_found(match error.kind() {
+    let program_error = |error: std::io::Error| match error.raw_os_error() {
+        Some(libc::E2BIG) => Error::InvalidArgument(format!(
+            "the arguments and environment of {program:?} are longer than the system takes ({error})"
+        )),
+        Some(libc::EAGAIN | libc::ENOMEM) => Error::NoResources {
+            program: program.clone(),
+            reason: error.to_string(),
+        },
+        _ => not_found(match error.kind() {
             std::io::ErrorKind::NotFound => format!("no such program on disk ({error})"),
             _ => error.to_string(),
-        })
+        }),
     };
-    let pid = posix_spawn::Spawn {
-        path: &c_string(&path.to_string_lossy())?,
-        args: &args,
-        vars: &vars,
-        cwd: &c_string(&cwd.to_string_lossy())?,
-        terminal: &c_string(&tty.to_string_lossy())?,
-    }
-    .run()
-    .map_err(program_error)?;
+    let started = {
+        let _no_pty_opening = PTY_OPENING
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        posix_spawn::Spawn {
+            path: &c_string(&path.to_string_lossy())?,
+            args: &args,
+            vars: &vars,
+            cwd: &c_string(&cwd.to_string_lossy())?,
+            terminal: &c_string(&tty.to_string_lossy())?,
+        }
+        .run()
+    };
+    let pid = started.map_err(program_error)?;
     // The child is ours and unreaped, so its pid cannot have been reused.
     let pidfd = match rustix::process::pidfd_open(pid, PidfdFlags::NONBLOCK) {
         Ok(pidfd) => pidfd,
