@@ -6,6 +6,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use holdfast::proto::daemon::v1 as daemon_pb;
 use holdfast::proto::host::v1 as pb;
 use holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient;
 use rustix::process::{Pid, Signal};
@@ -132,6 +133,65 @@ async fn background_sessions_survive_host_restarts_in_every_list() {
         list.sessions.first().is_some_and(|s| !s.attached)
     })
     .await;
+}
+
+/// A create whose client gives up (its deadline passes while the daemon is
+/// stopped) still finishes once the daemon answers, and the session is
+/// then like any other: here the reaper kills it once its row is stamped
+/// behind the host's back. Abandoned half way, it stayed "being created"
+/// for good, and the reaper left it alone forever.
+#[tokio::test]
+async fn a_create_whose_client_gave_up_still_finishes() {
+    use diesel::{Connection, RunQueryDsl};
+
+    let home = HostHome::new();
+    let mut host = home.start(&["--reap-interval-secs", "1"]).await;
+    let workspace = host.create_workspace("impatient").await.workspace_id;
+    let daemon = home.serving_daemon_pid().await.expect("a daemon serves");
+    let daemon = Pid::from_raw(daemon).expect("pid");
+    rustix::process::kill_process(daemon, Signal::STOP).expect("SIGSTOP the daemon");
+    stopped(daemon.as_raw_nonzero().get()).await;
+    let mut request = tonic::Request::new(session_request(&workspace, &["sleep", "1000"]));
+    request.set_timeout(Duration::from_millis(300));
+    let gave_up = host
+        .terminals
+        .create_session(request)
+        .await
+        .expect_err("the daemon is stopped");
+    // The client's own timer or the server's deadline, whichever fires first.
+    assert!(
+        matches!(
+            gave_up.code(),
+            tonic::Code::DeadlineExceeded | tonic::Code::Cancelled
+        ),
+        "{gave_up:?}"
+    );
+    rustix::process::kill_process(daemon, Signal::CONT).expect("SIGCONT the daemon");
+    let client = holdfast::daemon_client::connect(&home.socket(), PATIENCE)
+        .await
+        .expect("daemon");
+    eventually("the session to run", || {
+        let mut client = client.clone();
+        async move {
+            let list = client.list(daemon_pb::ListRequest::default()).await.ok()?;
+            list.into_inner()
+                .sessions
+                .iter()
+                .any(|session| session.alive)
+                .then_some(())
+        }
+    })
+    .await;
+    let mut db = diesel::SqliteConnection::establish(home.database().to_str().expect("UTF-8"))
+        .expect("open the database");
+    diesel::sql_query(
+        "UPDATE terminal_sessions SET dispose_requested_at = 1 WHERE workspace_id = ?",
+    )
+    .bind::<diesel::sql_types::Text, _>(&workspace)
+    .execute(&mut db)
+    .expect("stamp the row");
+    home.until_no_session_runs("the reaper to kill the stamped session")
+        .await;
 }
 
 #[tokio::test]
