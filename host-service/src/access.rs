@@ -106,7 +106,7 @@ impl Policy {
                 match authority {
                     Some(authority) if is_loopback_authority(authority) => Ok(()),
                     other => Err(tonic::Status::permission_denied(format!(
-                        "requests must be addressed to this machine (localhost, 127.0.0.1 or [::1]), not {}; \
+                        "requests must be addressed to this machine (localhost, a 127.x.x.x address or [::1]), not {}; \
                          use a token (HOLDFAST_AUTH_TOKEN) to serve other names",
                         other.unwrap_or("no host")
                     ))),
@@ -116,16 +116,22 @@ impl Policy {
     }
 }
 
-/// Whether `authority` (`host[:port]`) names this machine.
+/// Whether `authority` (`host[:port]`) names this machine: `localhost` or
+/// a loopback address (all of 127.0.0.0/8, which the host-service may
+/// listen on without a token, and `[::1]`).
 pub fn is_loopback_authority(authority: &str) -> bool {
     let host = match authority.rsplit_once(':') {
         Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host,
         _ => authority,
     };
-    matches!(
-        host.to_ascii_lowercase().as_str(),
-        "localhost" | "127.0.0.1" | "[::1]"
-    )
+    let address = host
+        .strip_prefix('[')
+        .and_then(|bracketed| bracketed.strip_suffix(']'))
+        .unwrap_or(host);
+    host.eq_ignore_ascii_case("localhost")
+        || address
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]
@@ -150,6 +156,8 @@ mod tests {
             "localhost:7077",
             "LOCALHOST",
             "[::1]:7077",
+            "127.0.0.2:7077",
+            "127.1.2.3",
         ] {
             assert!(policy.check(&request(ok, None)).is_ok(), "{ok}");
         }
@@ -157,6 +165,8 @@ mod tests {
             "evil.example:7077",
             "127.0.0.1.evil.example",
             "10.0.0.1:7077",
+            "[::2]:7077",
+            "128.0.0.1",
         ] {
             let status = policy.check(&request(bad, None)).unwrap_err();
             assert_eq!(status.code(), tonic::Code::PermissionDenied, "{bad}");

@@ -96,6 +96,7 @@ mod tests {
             "http://127.0.0.1:8080",
             "https://localhost",
             "http://[::1]:3000",
+            "http://127.0.0.2",
         ] {
             assert!(is_loopback_origin(ok), "{ok}");
         }
@@ -104,7 +105,7 @@ mod tests {
             "http://localhost.evil.example:80",
             "null",
             "file://",
-            "http://127.0.0.2",
+            "http://128.0.0.1",
         ] {
             assert!(!is_loopback_origin(bad), "{bad}");
         }
