@@ -392,11 +392,21 @@ impl Store {
         .await
     }
 
-    /// Every row not yet disposed, for the reaper.
+    /// The rows whose state may still change, for the reaper and a dead
+    /// daemon: active ones, and ended ones stamped for disposal (they
+    /// become disposed). An ended row without a stamp is settled for good;
+    /// reading those too cost every reaper pass a write transaction per
+    /// session ever ended.
     pub async fn unsettled_sessions(&self) -> Result<Vec<SessionRow>> {
         self.run("reading unsettled sessions", |conn| {
             terminal_sessions::table
-                .filter(terminal_sessions::status.ne(Status::Disposed.as_str()))
+                .filter(
+                    terminal_sessions::status.eq(Status::Active.as_str()).or(
+                        terminal_sessions::status
+                            .eq(Status::Exited.as_str())
+                            .and(terminal_sessions::dispose_requested_at.is_not_null()),
+                    ),
+                )
                 .select(SessionRow::as_select())
                 .load(conn)
         })
@@ -501,4 +511,65 @@ fn configure_connection(conn: &mut SqliteConnection) -> QueryResult<()> {
     conn.batch_execute(
         "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, workspace_id: &str, status: Status, stamped: bool) -> SessionRow {
+        SessionRow {
+            id: id.into(),
+            workspace_id: workspace_id.into(),
+            status: status.as_str().into(),
+            listed: true,
+            title: String::new(),
+            argv: "[]".into(),
+            cwd: "/".into(),
+            created_at: 1,
+            last_attached_at: None,
+            ended_at: (status != Status::Active).then_some(2),
+            exit_code: None,
+            exit_signal: None,
+            dispose_requested_at: stamped.then_some(3),
+        }
+    }
+
+    #[tokio::test]
+    async fn only_rows_that_may_still_change_are_unsettled() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(&dir.path().join("holdfast.db"))
+            .await
+            .expect("open");
+        let workspace = store
+            .create_workspace(WorkspaceRow {
+                id: "w".into(),
+                name: "w".into(),
+                created_at: 1,
+                closed_at: None,
+            })
+            .await
+            .expect("workspace");
+        for (id, status, stamped) in [
+            ("active", Status::Active, false),
+            ("active-stamped", Status::Active, true),
+            ("ended", Status::Exited, false),
+            ("ended-stamped", Status::Exited, true),
+            ("disposed", Status::Disposed, true),
+        ] {
+            store
+                .insert_session(row(id, &workspace.id, status, stamped))
+                .await
+                .expect("insert");
+        }
+        let mut unsettled: Vec<String> = store
+            .unsettled_sessions()
+            .await
+            .expect("read")
+            .into_iter()
+            .map(|row| row.id)
+            .collect();
+        unsettled.sort();
+        assert_eq!(unsettled, ["active", "active-stamped", "ended-stamped"]);
+    }
 }
