@@ -1100,10 +1100,17 @@ async fn every_id_taking_rpc_refuses_every_kind_of_bad_id() {
     let host = home.start(&[]).await;
     let huge = "x".repeat(100_000);
     let unknown = uuid_like();
-    let cases: [(&str, Code, &str); 4] = [
+    // The same UUID spelt otherwise would never be found: refused, naming
+    // the spelling to use.
+    let lettered = "abcdef00-0000-4000-8000-0000000000ab";
+    let upper = lettered.to_uppercase();
+    let braced = format!("{{{unknown}}}");
+    let cases: [(&str, Code, &str); 6] = [
         ("", Code::InvalidArgument, "is required"),
         ("../etc/passwd", Code::InvalidArgument, "is not a valid id"),
         (&huge, Code::InvalidArgument, "100000 bytes long"),
+        (&upper, Code::InvalidArgument, lettered),
+        (&braced, Code::InvalidArgument, &unknown),
         (&unknown, Code::NotFound, &unknown),
     ];
     for (id, code, needle) in cases {

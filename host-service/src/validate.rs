@@ -24,9 +24,17 @@ pub fn id<'a>(field: &str, value: &'a str) -> Result<&'a str> {
             value.len()
         )));
     }
-    uuid::Uuid::try_parse(value).map_err(|_| {
+    let uuid = uuid::Uuid::try_parse(value).map_err(|_| {
         Error::InvalidArgument(format!("{field} {value:?} is not a valid id (a UUID)"))
     })?;
+    // Ids are stored and compared as written at creation: lower case,
+    // hyphenated. Another spelling of the same UUID would not be found.
+    let canonical = uuid.hyphenated().to_string();
+    if value != canonical {
+        return Err(Error::InvalidArgument(format!(
+            "{field} {value:?} is not a valid id: write it as {canonical:?} (lower case, hyphenated)"
+        )));
+    }
     Ok(value)
 }
 
