@@ -54,22 +54,20 @@ impl SessionInput {
         timeout: Duration,
     ) -> Result<()> {
         let deadline = tokio::time::Instant::now() + timeout;
-        let Ok(mut stream) = tokio::time::timeout_at(deadline, self.stream.lock()).await else {
-            return Err(Error::no_answer("write", timeout));
+        let exchange = async {
+            let mut stream = self.stream.lock().await;
+            // Taken out for the exchange and put back only once it is
+            // answered: should this write time out or be dropped on the way
+            // (a client gone, a deadline of its own), the stream goes with
+            // it, and no later write can take this one's answer for its own.
+            let taken = std::mem::take(&mut *stream);
+            let (after, answered) = send(taken, daemon, session_id, data, deadline).await;
+            *stream = after;
+            answered.map_err(Error::from_daemon)
         };
-        // Taken out for the exchange and put back only once it is
-        // answered: should this write be dropped on the way (a client
-        // gone, a deadline of its own), the stream goes with it, and no
-        // later write can take this one's answer for its own.
-        let taken = std::mem::take(&mut *stream);
-        let sent = send(taken, daemon, session_id, data, deadline);
-        match tokio::time::timeout_at(deadline, sent).await {
-            Ok((after, answered)) => {
-                *stream = after;
-                answered.map_err(Error::from_daemon)
-            }
-            Err(_) => Err(Error::no_answer("write", timeout)),
-        }
+        tokio::time::timeout_at(deadline, exchange)
+            .await
+            .unwrap_or_else(|_| Err(Error::no_answer("write", timeout)))
     }
 }
 
@@ -84,13 +82,14 @@ async fn send(
     data: Bytes,
     deadline: tokio::time::Instant,
 ) -> (Stream, Result<(), Status>) {
-    let write = |data| {
+    let by_request = |data| {
         let mut request = Request::new(daemon::WriteRequest {
             session_id: session_id.to_owned(),
             data,
         });
         request.set_timeout(deadline.saturating_duration_since(tokio::time::Instant::now()));
-        request
+        let mut client = daemon.clone();
+        async move { client.write(request).await.map(drop) }
     };
     match stream {
         Stream::Open(mut open) => {
@@ -103,10 +102,7 @@ async fn send(
                 Err(status) => (Stream::Closed, Err(status)),
             }
         }
-        Stream::Requests => {
-            let written = daemon.clone().write(write(data)).await;
-            (Stream::Requests, written.map(drop))
-        }
+        Stream::Requests => (Stream::Requests, by_request(data).await),
         Stream::Closed => {
             let first = daemon::InputRequest {
                 session_id: session_id.to_owned(),
@@ -119,8 +115,7 @@ async fn send(
                 // request, and so will the session's next ones.
                 Err(status) if status.code() == tonic::Code::Unimplemented => {
                     tracing::debug!(%session_id, "the pty-daemon has no Input (an earlier version): writing with Write");
-                    let written = daemon.clone().write(write(data)).await;
-                    return (Stream::Requests, written.map(drop));
+                    return (Stream::Requests, by_request(data).await);
                 }
                 Err(status) => return (Stream::Closed, Err(status)),
             };

@@ -99,7 +99,8 @@ impl Reaper {
             let stamped = match rows_by_id.get(id) {
                 // Only a stamp condemns a session with a row.
                 Some(row) => row.is_stamped(),
-                // Not in the snapshot: settled (disposed) or truly no row.
+                // Not in the snapshot: settled (ended unstamped, or
+                // disposed) or truly no row.
                 None => match self.store.session(id).await? {
                     Some(row) => row.is_stamped() || row.status() == Status::Disposed,
                     None => {

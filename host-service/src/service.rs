@@ -43,7 +43,7 @@ pub struct Host {
     live: LiveSessionView,
     /// Bound on daemon calls other than listing (spawn, write, kill...).
     operation_timeout: Duration,
-    /// Workspaces seen, and whether they were open.
+    /// Workspaces seen to exist.
     workspaces: Arc<KnownWorkspaces>,
 }
 
@@ -172,17 +172,12 @@ impl Host {
         }
     }
 
-    async fn open_workspace(&self, workspace_id: &str) -> Result<WorkspaceRow> {
-        self.store
-            .workspace(workspace_id)
-            .await?
-            .ok_or_else(|| Error::WorkspaceNotFound(workspace_id.to_owned()))
-    }
-
     async fn live(&self, workspace_id: &str) -> Result<LiveSessions> {
         let workspace_id = validate::id("workspace_id", workspace_id)?;
         if !self.workspaces.exists(workspace_id) {
-            self.open_workspace(workspace_id).await?;
+            if self.store.workspace(workspace_id).await?.is_none() {
+                return Err(Error::WorkspaceNotFound(workspace_id.to_owned()));
+            }
             self.workspaces.saw(workspace_id);
         }
         self.live.list_live_sessions(workspace_id).await
@@ -667,22 +662,22 @@ impl TerminalService for Host {
         &self,
         request: Request<tonic::Streaming<pb::SendInputRequest>>,
     ) -> Result<Response<SendInputStream>, Status> {
-        let host = self.clone();
         let writes = request.into_inner();
         let answers = futures_util::stream::try_unfold(
-            (writes, String::new()),
-            move |(mut writes, mut session_id)| {
-                let host = host.clone();
-                async move {
-                    let Some(write) = writes.message().await? else {
-                        return Ok(None);
-                    };
-                    if !write.session_id.is_empty() || session_id.is_empty() {
-                        session_id = validate::id("session_id", &write.session_id)?.to_owned();
-                    }
-                    host.write(&session_id, write.data).await?;
-                    Ok(Some((pb::SendInputResponse {}, (writes, session_id))))
+            (writes, String::new(), self.clone()),
+            |(mut writes, mut session_id, host)| async move {
+                let Some(write) = writes.message().await? else {
+                    return Ok(None);
+                };
+                // The first write names the session; a later one only if it
+                // names another.
+                if session_id.is_empty()
+                    || (!write.session_id.is_empty() && write.session_id != session_id)
+                {
+                    session_id = validate::id("session_id", &write.session_id)?.to_owned();
                 }
+                host.write(&session_id, write.data).await?;
+                Ok(Some((pb::SendInputResponse {}, (writes, session_id, host))))
             },
         );
         Ok(Response::new(Box::pin(answers)))

@@ -29,7 +29,8 @@ pub fn id<'a>(field: &str, value: &'a str) -> Result<&'a str> {
     })?;
     // Ids are stored and compared as written at creation: lower case,
     // hyphenated. Another spelling of the same UUID would not be found.
-    let canonical = uuid.hyphenated().to_string();
+    let mut spelt = uuid::Uuid::encode_buffer();
+    let canonical = uuid.hyphenated().encode_lower(&mut spelt);
     if value != canonical {
         return Err(Error::InvalidArgument(format!(
             "{field} {value:?} is not a valid id: write it as {canonical:?} (lower case, hyphenated)"

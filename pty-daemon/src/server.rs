@@ -195,38 +195,37 @@ impl PtyDaemon for DaemonService {
         &self,
         request: Request<tonic::Streaming<pb::InputRequest>>,
     ) -> Result<Response<InputStream>, Status> {
-        let registry = Arc::clone(&self.registry);
         let writes = request.into_inner();
         let answers = futures_util::stream::try_unfold(
-            (writes, None::<Arc<Session>>),
-            move |(mut writes, session)| {
-                let registry = Arc::clone(&registry);
-                async move {
-                    let write = match &session {
-                        None => writes.message().await?,
-                        // The stream ends when its session does, so it
-                        // never holds an exited session open.
-                        Some(session) => tokio::select! {
-                            write = writes.message() => write?,
-                            () = session.wait_exited() => {
-                                return Err(Error::SessionExited(session.id().to_owned()).into());
-                            }
-                        },
-                    };
-                    let Some(write) = write else {
-                        return Ok(None);
-                    };
-                    validate::write_len(write.data.len())?;
-                    let session = match session {
-                        None => registry.get(validate::session_id(&write.session_id)?)?,
-                        Some(session) => {
-                            validate::same_session(session.id(), &write.session_id)?;
-                            session
+            (writes, None::<Arc<Session>>, Arc::clone(&self.registry)),
+            |(mut writes, session, registry)| async move {
+                let write = match &session {
+                    None => writes.message().await?,
+                    // The stream ends when its session does, so it
+                    // never holds an exited session open.
+                    Some(session) => tokio::select! {
+                        write = writes.message() => write?,
+                        () = session.wait_exited() => {
+                            return Err(Error::SessionExited(session.id().to_owned()).into());
                         }
-                    };
-                    session.write(&write.data).await?;
-                    Ok(Some((pb::InputResponse {}, (writes, Some(session)))))
-                }
+                    },
+                };
+                let Some(write) = write else {
+                    return Ok(None);
+                };
+                validate::write_len(write.data.len())?;
+                let session = match session {
+                    None => registry.get(validate::session_id(&write.session_id)?)?,
+                    Some(session) => {
+                        validate::same_session(session.id(), &write.session_id)?;
+                        session
+                    }
+                };
+                session.write(&write.data).await?;
+                Ok(Some((
+                    pb::InputResponse {},
+                    (writes, Some(session), registry),
+                )))
             },
         );
         Ok(Response::new(Box::pin(answers)))

@@ -224,31 +224,42 @@ impl Typing {
         keys: &[u8],
     ) -> Result<(), tonic::Status> {
         let data = prost::bytes::Bytes::copy_from_slice(keys);
-        let session_id = session_id.to_owned();
-        match self {
-            Self::Stream(stream) => stream.send(pb::SendInputRequest { session_id, data }).await,
-            Self::Requests => {
-                let write = pb::WriteInputRequest { session_id, data };
-                clients.terminals.write_input(write).await.map(drop)
-            }
-            Self::NotYet => {
-                let first = pb::SendInputRequest {
-                    session_id: session_id.clone(),
-                    data: data.clone(),
-                };
-                let (writes, requests) = answered_stream::requests(first);
-                match clients.terminals.send_input(requests).await {
-                    Ok(answers) => {
-                        let stream = KeyStream::opened(writes, answers.into_inner()).await?;
-                        *self = Self::Stream(Box::new(stream));
-                        Ok(())
+        loop {
+            match self {
+                // The stream's first write named the session.
+                Self::Stream(stream) => {
+                    let write = pb::SendInputRequest {
+                        session_id: String::new(),
+                        data,
+                    };
+                    return stream.send(write).await;
+                }
+                Self::Requests => {
+                    let write = pb::WriteInputRequest {
+                        session_id: session_id.to_owned(),
+                        data,
+                    };
+                    return clients.terminals.write_input(write).await.map(drop);
+                }
+                Self::NotYet => {
+                    let first = pb::SendInputRequest {
+                        session_id: session_id.to_owned(),
+                        data: data.clone(),
+                    };
+                    let (writes, requests) = answered_stream::requests(first);
+                    match clients.terminals.send_input(requests).await {
+                        Ok(answers) => {
+                            let stream = KeyStream::opened(writes, answers.into_inner()).await?;
+                            *self = Self::Stream(Box::new(stream));
+                            return Ok(());
+                        }
+                        // Refused before reading anything: these keys go
+                        // as a request, and so will the next ones.
+                        Err(status) if status.code() == tonic::Code::Unimplemented => {
+                            *self = Self::Requests;
+                        }
+                        Err(status) => return Err(status),
                     }
-                    Err(status) if status.code() == tonic::Code::Unimplemented => {
-                        *self = Self::Requests;
-                        let write = pb::WriteInputRequest { session_id, data };
-                        clients.terminals.write_input(write).await.map(drop)
-                    }
-                    Err(status) => Err(status),
                 }
             }
         }
