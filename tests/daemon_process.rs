@@ -84,6 +84,97 @@ async fn a_second_daemon_on_the_same_socket_is_refused() {
 }
 
 #[tokio::test]
+async fn a_socket_removed_under_the_daemon_is_bound_again() {
+    // Launched with an open umask: the socket must still be 0600.
+    let daemon = Daemon::start_under(&["sh", "-c", "umask 000; exec \"$0\" \"$@\""], &[]).await;
+    assert_eq!(mode(&daemon.socket), 0o600);
+    let mut before = daemon.client().await;
+    let session = spawn(&mut before, &["sleep", "1000"]).await;
+    // As logind removes $XDG_RUNTIME_DIR at a user's last logout: the
+    // socket, its lock file and their directory.
+    let run = daemon.socket.parent().expect("parent").to_path_buf();
+    std::fs::remove_dir_all(&run).expect("remove the socket's directory");
+
+    // A connection opened before keeps working meanwhile.
+    assert!(find(&mut before, &session.session_id).await.is_some());
+    // A new one reaches the same daemon, session and all, once it has
+    // bound the socket again.
+    let mut after = daemon.client().await;
+    assert_eq!(
+        daemon_pid(&mut after).await,
+        daemon.child.id(),
+        "the same daemon"
+    );
+    assert!(
+        find(&mut after, &session.session_id).await.is_some(),
+        "its session is still there"
+    );
+    assert_eq!(mode(&daemon.socket), 0o600);
+    assert_eq!(mode(&run), 0o700);
+    assert!(daemon.log().contains("bound it again"), "{}", daemon.log());
+
+    // The lock was taken again too: a second daemon is still refused.
+    let output = Command::new(binary("pty-daemon"))
+        .arg("--socket")
+        .arg(&daemon.socket)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run a second daemon");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("already serving"), "stderr: {stderr}");
+}
+
+#[tokio::test]
+async fn a_daemon_whose_socket_another_took_leaves_that_socket_alone() {
+    let mut first = Daemon::start().await;
+    let first_pid = rustix::process::Pid::from_child(&first.child);
+    // Stopped, the first cannot bind its socket again before a second
+    // daemon takes the path.
+    rustix::process::kill_process(first_pid, rustix::process::Signal::STOP).expect("SIGSTOP");
+    stopped(first_pid.as_raw_nonzero().get()).await;
+    let run = first.socket.parent().expect("parent").to_path_buf();
+    std::fs::remove_dir_all(&run).expect("remove the socket's directory");
+    let second = Command::new(binary("pty-daemon"))
+        .arg("--socket")
+        .arg(&first.socket)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start a second daemon");
+    let mut second = ChildGuard(second);
+    let mut client = first.client().await;
+    let pid = daemon_pid(&mut client).await;
+    assert_eq!(pid, second.0.id(), "the second daemon serves the path");
+    rustix::process::kill_process(first_pid, rustix::process::Signal::CONT).expect("SIGCONT");
+    eventually("the first daemon to see its socket taken", || {
+        let log = first.log();
+        async move { log.contains("took the socket's place").then_some(()) }
+    })
+    .await;
+    // The first stops without removing the second's socket.
+    assert!(first.terminate().success());
+    assert!(first.socket.exists(), "the second daemon's socket stays");
+    daemon_client::connect(&first.socket, Duration::from_secs(1))
+        .await
+        .expect("the second daemon still answers");
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_child(&second.0),
+        rustix::process::Signal::TERM,
+    );
+    assert!(wait_with_deadline(&mut second.0).success());
+}
+
+/// Kills a child left running by a failed assertion.
+struct ChildGuard(std::process::Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
 async fn a_stale_socket_file_is_replaced() {
     let dir = tempfile::tempdir().expect("temp dir");
     let socket = dir.path().join("ptyd.sock");
@@ -183,14 +274,7 @@ async fn a_daemonized_daemon_survives_its_launchers_sigkill() {
         .await
         .expect("the socket accepts once --daemonize returns");
     let session = spawn(&mut client, &["sleep", "1000"]).await;
-    let daemon_pid = client
-        .list(pb::ListRequest::default())
-        .await
-        .expect("list")
-        .into_inner()
-        .daemon
-        .expect("info")
-        .pid;
+    let daemon_pid = daemon_pid(&mut client).await;
 
     // SIGKILL the launcher's whole process group.
     let group = rustix::process::Pid::from_child(&launcher);

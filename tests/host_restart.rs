@@ -328,6 +328,36 @@ async fn a_dead_daemon_is_relaunched_and_its_sessions_are_recorded_as_exited() {
 }
 
 #[tokio::test]
+async fn a_daemon_whose_socket_directory_was_removed_is_adopted_not_replaced() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("logout").await.workspace_id;
+    let session = host
+        .create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+    let daemon = home.serving_daemon_pid().await.expect("a daemon serves");
+    host.stop(Signal::KILL);
+    // As logind removes $XDG_RUNTIME_DIR at a user's last logout: the
+    // socket, its lock file and their directory go; the daemon lives on.
+    std::fs::remove_dir_all(home.socket().parent().expect("parent")).expect("remove run/");
+
+    // A host-service started before the daemon has bound its socket again
+    // (it looks once a second) must wait for it, not start a second daemon
+    // that would hide the first one's sessions for good.
+    let host = home.start(&[]).await;
+    host.list_until("a complete list with the session", &workspace, |list| {
+        is_complete(list) && ids(list) == [session.session_id.as_str()]
+    })
+    .await;
+    assert_eq!(
+        home.serving_daemon_pid().await,
+        Some(daemon),
+        "the same daemon"
+    );
+    assert_eq!(home.daemon_pids(), vec![daemon], "and no second one");
+}
+
+#[tokio::test]
 async fn the_crash_loop_breaker_stops_relaunching() {
     let home = HostHome::new();
     let host = home.start(&[]).await;

@@ -3,13 +3,15 @@
 //! dies, with a crash-loop breaker. Never stops the daemon.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use holdfast::daemon_client::{self, DaemonClient};
+use holdfast::proc_stat;
 use holdfast::proto::daemon::v1 as daemon;
+use pty_daemon::listener::{self, Lock};
 use tokio::sync::watch;
 use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
@@ -31,6 +33,10 @@ const GAVE_UP_PROBE_EVERY: Duration = Duration::from_secs(5);
 
 /// How long a probe waits for the daemon's answer.
 const PROBE_PATIENCE: Duration = Duration::from_secs(2);
+/// How long a daemon whose socket and lock file are gone is given to bind
+/// them again before it is thought dead (it looks once a second:
+/// pty-daemon's `kept_socket.rs`).
+const REBIND_GRACE: Duration = Duration::from_secs(3);
 
 /// Why a probe found no serving daemon.
 #[derive(Debug)]
@@ -169,6 +175,11 @@ impl Supervisor {
             }
             Err(Probe::Unreachable(_)) => {}
         }
+        if let Some(info) = self.rebound_daemon().await {
+            tracing::info!(socket = %self.socket.display(), pid = info.pid, "adopted the running pty-daemon once it bound its socket again");
+            self.adopted(&info).await;
+            return Ok(info);
+        }
         let Some(launcher) = &self.launcher else {
             let reason = format!("no pty-daemon answers at {}", self.socket.display());
             self.set_state(DaemonState::Down(reason.clone())).await;
@@ -207,6 +218,34 @@ impl Supervisor {
             version: info.version.clone(),
         })
         .await;
+    }
+
+    /// A daemon whose socket was removed under it (by a tmp cleaner, or
+    /// logind at a user's last logout) binds it again within a second, but
+    /// a host-service started meanwhile finds nothing on the socket. A
+    /// second daemon launched then would take the path for good, and the
+    /// first's sessions, running on, would drop out of every list. So if a
+    /// daemon process for this socket exists (found by its command line,
+    /// `--daemonize --socket <path>`, as this service launches daemons),
+    /// it is given `REBIND_GRACE` to answer.
+    async fn rebound_daemon(&self) -> Option<daemon::DaemonInfo> {
+        let started = Instant::now();
+        while started.elapsed() < REBIND_GRACE {
+            let socket = self.socket.clone();
+            let found = tokio::task::spawn_blocking(move || {
+                !proc_stat::daemons_serving(&socket).is_empty()
+            })
+            .await
+            .unwrap_or(false);
+            if !found {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if let Ok(info) = self.probe().await {
+                return Some(info);
+            }
+        }
+        None
     }
 
     /// A fresh connection and a `List`, so a dead socket is noticed at once.
@@ -275,6 +314,8 @@ impl Supervisor {
         // under SIGKILL can look that way for a moment before its socket
         // refuses, and its death must still be counted.
         let mut was_up = false;
+        // Since when a daemon that was up has not been reachable.
+        let mut unreachable_since: Option<Instant> = None;
         loop {
             if matches!(self.health.state(), DaemonState::Up { .. }) {
                 was_up = true;
@@ -284,6 +325,7 @@ impl Supervisor {
             // broke), or the daemon was not up to begin with.
             match self.probe().await {
                 Ok(info) => {
+                    unreachable_since = None;
                     self.adopted(&info).await;
                     self.reaper.pass_logged().await;
                     continue;
@@ -294,6 +336,18 @@ impl Supervisor {
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     continue;
                 }
+                Err(Probe::Unreachable(error)) if was_up => {
+                    // Unreachable is not dead: its sessions are recorded
+                    // as lost only once the daemon is known gone.
+                    let since = *unreachable_since.get_or_insert_with(Instant::now);
+                    if let Some(alive) = alive_but_unreachable(&self.socket, since.elapsed()) {
+                        let reason = format!("{alive} ({error})");
+                        tracing::warn!(%reason, "waiting for the pty-daemon");
+                        self.set_state(DaemonState::Down(reason)).await;
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        continue;
+                    }
+                }
                 Err(Probe::Unreachable(_)) => {}
             }
             // A death is recorded (and counted) once, when a daemon that was
@@ -301,6 +355,7 @@ impl Supervisor {
             if was_up {
                 self.daemon_died().await;
                 was_up = false;
+                unreachable_since = None;
             }
             if self.breaker_tripped() {
                 let reason = format!(
@@ -424,5 +479,43 @@ impl Supervisor {
             crashes.pop_front();
         }
         crashes.len() > MAX_CRASHES
+    }
+}
+
+/// Whether a daemon that was up, and can no longer be reached on its
+/// socket, is alive nonetheless (and why that is thought), by its lock: a
+/// daemon holds it for as long as it lives. A daemon whose socket was
+/// removed binds it again by itself; the lock file may have gone with it,
+/// so its absence counts as death only after `REBIND_GRACE`.
+fn alive_but_unreachable(socket: &Path, unreachable_for: Duration) -> Option<&'static str> {
+    match listener::lock_state(socket) {
+        Ok(Lock::Held) => Some("the pty-daemon holds its lock but does not accept connections"),
+        Ok(Lock::Free) => None,
+        Ok(Lock::Absent) | Err(_) if unreachable_for < REBIND_GRACE => Some(
+            "the pty-daemon's socket and lock file are gone; waiting for it to bind them again",
+        ),
+        Ok(Lock::Absent) | Err(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_daemon_known_gone_is_dead() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let socket = dir.path().join("run").join("ptyd.sock");
+        let claimed = listener::claim(&socket).expect("claim");
+        // Its socket removed: the lock still tells it is alive, however long.
+        std::fs::remove_file(&socket).expect("remove the socket");
+        assert!(alive_but_unreachable(&socket, Duration::from_secs(3600)).is_some());
+        // Gone, its lock free.
+        drop(claimed);
+        assert_eq!(alive_but_unreachable(&socket, Duration::ZERO), None);
+        // No lock file either: alive for a grace, then dead.
+        std::fs::remove_dir_all(dir.path().join("run")).expect("remove the directory");
+        assert!(alive_but_unreachable(&socket, Duration::ZERO).is_some());
+        assert_eq!(alive_but_unreachable(&socket, REBIND_GRACE), None);
     }
 }

@@ -6,6 +6,7 @@ pub mod api;
 pub mod cli;
 pub mod error;
 pub mod generation;
+pub mod kept_socket;
 pub mod kill;
 pub mod listener;
 pub mod listing;
@@ -19,7 +20,7 @@ pub mod spawn;
 pub mod title;
 pub mod validate;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use tokio::signal::unix::{SignalKind, signal};
@@ -43,15 +44,13 @@ pub async fn run(
     terminals: tokio::runtime::Handle,
 ) -> Result<()> {
     let started_at = SystemTime::now();
-    socket
-        .listener
-        .set_nonblocking(true)
-        .map_err(|error| Error::io("making the listener non-blocking", error))?;
     let listener = socket
         .listener
         .try_clone()
-        .and_then(tokio::net::UnixListener::from_std)
-        .map_err(|error| Error::io("registering the listener", error))?;
+        .map_err(|error| Error::io("cloning the listener", error))
+        .and_then(kept_socket::register)?;
+    let socket = Arc::new(Mutex::new(socket));
+    let incoming = kept_socket::incoming(Arc::clone(&socket), listener);
     // Before the first connection is accepted: a SIGTERM from a client that
     // saw the daemon answer must stop it cleanly, never by the default
     // action (a test once hit that window).
@@ -63,10 +62,15 @@ pub async fn run(
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let service = DaemonService::new(Arc::clone(&registry), started_at);
-    let mut server = tokio::spawn(server::serve(listener, service, async {
+    let mut server = tokio::spawn(server::serve(incoming, service, async {
         let _ = stopped.await;
     }));
-    tracing::info!(socket = %socket.path.display(), pid = std::process::id(), version = holdfast::VERSION, "pty-daemon serving");
+    let path = socket
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .path
+        .clone();
+    tracing::info!(socket = %path.display(), pid = std::process::id(), version = holdfast::VERSION, "pty-daemon serving");
 
     tokio::select! {
         _ = terminate.recv() => tracing::info!("SIGTERM: stopping"),
@@ -86,7 +90,10 @@ pub async fn run(
         tracing::warn!("connections still open at shutdown; closing them");
         server.abort();
     }
-    socket.remove();
+    socket
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .remove();
     tracing::info!("pty-daemon stopped");
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Claiming the daemon's socket: an owner-only directory, a lock so only one
 //! daemon serves a path, stale-socket replacement, and a socket that is 0600
-//! from the moment it exists.
+//! from the moment it exists. A claimed socket can be claimed again after
+//! its file was removed under the running daemon (`kept_socket.rs`).
 
 use std::fs::{DirBuilder, File, OpenOptions, TryLockError};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -8,6 +9,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::Mode;
+use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 
 use crate::error::{Error, Result};
 
@@ -18,14 +20,90 @@ pub struct ClaimedSocket {
     pub listener: UnixListener,
     /// Where it is bound.
     pub path: PathBuf,
+    /// The bound socket file, to tell it from a file put in its place.
+    file: FileId,
     /// Held for the daemon's lifetime; the kernel drops it when we die.
-    _lock: File,
+    lock: File,
+}
+
+/// A file's identity: its device and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    fn of_path(path: &Path) -> std::io::Result<Self> {
+        let metadata = std::fs::symlink_metadata(path)?;
+        Ok(Self {
+            dev: metadata.dev(),
+            ino: metadata.ino(),
+        })
+    }
+
+    fn of_file(file: &File) -> std::io::Result<Self> {
+        let metadata = file.metadata()?;
+        Ok(Self {
+            dev: metadata.dev(),
+            ino: metadata.ino(),
+        })
+    }
+}
+
+/// What is at the socket's path now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SocketFile {
+    /// The socket this daemon bound.
+    Ours,
+    /// Nothing: the file (or its directory) was removed.
+    Missing,
+    /// Another file: another daemon's socket, or anything else.
+    Replaced,
 }
 
 impl ClaimedSocket {
-    /// Removes the socket file; only the lock holder may, so a live socket
-    /// of another daemon is never touched.
+    /// What is at the socket's path now.
+    pub fn file(&self) -> SocketFile {
+        match FileId::of_path(&self.path) {
+            Ok(file) if file == self.file => SocketFile::Ours,
+            Ok(_) => SocketFile::Replaced,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => SocketFile::Missing,
+            // Unreadable (a directory made inaccessible): not provably ours.
+            Err(_) => SocketFile::Replaced,
+        }
+    }
+
+    /// Binds anew at the path after its file was removed: the directory is
+    /// made again, the lock kept if its file is still there or taken again
+    /// if not (`AlreadyRunning` if another daemon took it meanwhile), and
+    /// the new listener replaces the old. Returns a handle to the new
+    /// listener.
+    pub fn claim_again(&mut self) -> Result<UnixListener> {
+        private_directory(directory_of(&self.path))?;
+        let lock_path = lock_path(&self.path);
+        let lock_is_ours = FileId::of_path(&lock_path)
+            .is_ok_and(|file| FileId::of_file(&self.lock).is_ok_and(|ours| ours == file));
+        if !lock_is_ours {
+            self.lock = take_lock(&self.path)?;
+        }
+        let listener = bind_owner_only(&self.path)?;
+        let file = FileId::of_path(&self.path)
+            .map_err(|error| Error::io(format!("reading {}", self.path.display()), error))?;
+        let handle = listener
+            .try_clone()
+            .map_err(|error| Error::io("cloning the listener", error))?;
+        self.listener = listener;
+        self.file = file;
+        Ok(handle)
+    }
+
+    /// Removes the socket file if it is still ours: a socket another daemon
+    /// bound in its place is never touched.
     pub fn remove(&self) {
+        if self.file() != SocketFile::Ours {
+            return;
+        }
         if let Err(error) = std::fs::remove_file(&self.path) {
             tracing::debug!(path = %self.path.display(), %error, "removing the socket failed");
         }
@@ -39,30 +117,38 @@ pub fn lock_path(socket: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Whether a daemon holds the lock beside a socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lock {
+    /// A daemon holds it: it is alive, whether or not its socket answers.
+    Held,
+    /// Nobody holds it: no daemon serves this path.
+    Free,
+    /// No lock file (its directory was removed, or no daemon ever ran).
+    Absent,
+}
+
+/// Whether a daemon holds the lock beside `socket`. Takes the lock shared
+/// for a moment when it is free, so a daemon starting in that very moment
+/// would be refused as if another were running.
+pub fn lock_state(socket: &Path) -> std::io::Result<Lock> {
+    let file = match File::open(lock_path(socket)) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Lock::Absent),
+        Err(error) => return Err(error),
+    };
+    match file.try_lock_shared() {
+        Ok(()) => Ok(Lock::Free),
+        Err(TryLockError::WouldBlock) => Ok(Lock::Held),
+        Err(TryLockError::Error(error)) => Err(error),
+    }
+}
+
 /// Creates the socket's directory (0700), takes the lock, replaces a stale
 /// socket file, and binds with a umask that leaves the socket 0600.
 pub fn claim(path: &Path) -> Result<ClaimedSocket> {
-    let dir = path
-        .parent()
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    private_directory(dir)?;
-
-    let lock_path = lock_path(path);
-    let lock = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(&lock_path)
-        .map_err(|error| Error::io(format!("opening lock file {}", lock_path.display()), error))?;
-    match lock.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock) => return Err(Error::AlreadyRunning(path.to_path_buf())),
-        Err(TryLockError::Error(error)) => {
-            return Err(Error::io(format!("locking {}", lock_path.display()), error));
-        }
-    }
+    private_directory(directory_of(path))?;
+    let lock = take_lock(path)?;
 
     if path.exists() {
         // A listener without our lock would be a daemon of another build:
@@ -76,18 +162,63 @@ pub fn claim(path: &Path) -> Result<ClaimedSocket> {
         })?;
     }
 
-    // The umask applies at bind, so the socket never exists with wider
-    // permissions. This runs before any other thread starts.
-    let previous = rustix::process::umask(Mode::from_raw_mode(0o177));
-    let bound = UnixListener::bind(path);
-    rustix::process::umask(previous);
-    let listener =
-        bound.map_err(|error| Error::io(format!("binding {}", path.display()), error))?;
+    let listener = bind_owner_only(path)?;
+    let file = FileId::of_path(path)
+        .map_err(|error| Error::io(format!("reading {}", path.display()), error))?;
     Ok(ClaimedSocket {
         listener,
         path: path.to_path_buf(),
-        _lock: lock,
+        file,
+        lock,
     })
+}
+
+fn directory_of(socket: &Path) -> &Path {
+    socket
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// Opens (creating it 0600) and locks the lock file beside `socket`.
+fn take_lock(socket: &Path) -> Result<File> {
+    let lock_path = lock_path(socket);
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&lock_path)
+        .map_err(|error| Error::io(format!("opening lock file {}", lock_path.display()), error))?;
+    match lock.try_lock() {
+        Ok(()) => Ok(lock),
+        Err(TryLockError::WouldBlock) => Err(Error::AlreadyRunning(socket.to_path_buf())),
+        Err(TryLockError::Error(error)) => {
+            Err(Error::io(format!("locking {}", lock_path.display()), error))
+        }
+    }
+}
+
+/// Binds and listens at `path` with a socket file that is 0600 from the
+/// moment it exists. Linux gives the file its socket's mode less the umask,
+/// so the mode is set on the socket before it is bound: the process-wide
+/// umask stays untouched, which matters once other threads run (programs
+/// spawned meanwhile would inherit a narrowed one).
+fn bind_owner_only(path: &Path) -> Result<UnixListener> {
+    let binding =
+        |error: rustix::io::Errno| Error::io(format!("binding {}", path.display()), error);
+    let socket = rustix::net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(binding)?;
+    rustix::fs::fchmod(&socket, Mode::from_raw_mode(0o600)).map_err(binding)?;
+    let address = SocketAddrUnix::new(path).map_err(binding)?;
+    rustix::net::bind(&socket, &address).map_err(binding)?;
+    rustix::net::listen(&socket, libc::SOMAXCONN).map_err(binding)?;
+    Ok(UnixListener::from(socket))
 }
 
 /// Makes `dir` exist; directories it creates are 0700. An existing one is
@@ -124,4 +255,26 @@ fn private_directory(dir: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lock_tells_a_live_daemon_from_a_gone_one() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let socket = dir.path().join("run").join("ptyd.sock");
+        assert_eq!(lock_state(&socket).expect("state"), Lock::Absent);
+        let claimed = claim(&socket).expect("claim");
+        assert_eq!(lock_state(&socket).expect("state"), Lock::Held);
+        // Looking does not take it: a second look, and a second claim,
+        // still find it held.
+        assert_eq!(lock_state(&socket).expect("state"), Lock::Held);
+        assert!(matches!(claim(&socket), Err(Error::AlreadyRunning(_))));
+        drop(claimed);
+        assert_eq!(lock_state(&socket).expect("state"), Lock::Free);
+        // Nor does a look at a free lock keep it.
+        claim(&socket).expect("claim after the first daemon is gone");
+    }
 }

@@ -10,9 +10,8 @@ use std::time::{Duration, SystemTime};
 use futures_util::{Stream, StreamExt};
 use holdfast::proto::daemon::v1 as pb;
 use rustix::process::Signal;
-use tokio::net::UnixListener;
+use tokio::net::UnixStream;
 use tokio::sync::broadcast::error::RecvError;
-use tokio_stream::wrappers::UnixListenerStream;
 use tonic::{Request, Response, Status};
 
 use crate::api::pty_daemon_server::{PtyDaemon, PtyDaemonServer};
@@ -364,7 +363,7 @@ fn event_to_proto(event: Event) -> pb::AttachResponse {
 /// Serves the daemon, health and reflection on `listener` until `shutdown`
 /// resolves.
 pub async fn serve(
-    listener: UnixListener,
+    incoming: impl Stream<Item = std::io::Result<UnixStream>> + Send + 'static,
     service: DaemonService,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
@@ -383,6 +382,6 @@ pub async fn serve(
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(incoming, shutdown)
         .await
 }

@@ -494,6 +494,18 @@ pub async fn receive_all<M: AttachMessage>(stream: &mut Streaming<M>) -> Receive
 }
 
 /// The daemon's view of one session.
+/// The pid of the daemon `client` talks to, as it reports it.
+pub async fn daemon_pid(client: &mut DaemonClient) -> u32 {
+    client
+        .list(pb::ListRequest::default())
+        .await
+        .expect("list")
+        .into_inner()
+        .daemon
+        .expect("the daemon identifies itself")
+        .pid
+}
+
 pub async fn find(client: &mut DaemonClient, session_id: &str) -> Option<pb::Session> {
     client
         .list(pb::ListRequest::default())

@@ -1,0 +1,106 @@
+//! The daemon's incoming connections, from a socket it keeps bound. The
+//! daemon outlives the processes above it, and must outlive its socket file
+//! too: a tmp cleaner, or logind removing `$XDG_RUNTIME_DIR` at a user's
+//! last logout, can delete the file under a running daemon, which would then
+//! serve no new client while its sessions run on, and the next host-service
+//! would start a second daemon beside it. So the path is looked at every
+//! second and, when its file is gone, bound again (tmux does this on
+//! SIGUSR1; here nobody has to ask). Accepting also backs off on errors
+//! such as running out of descriptors, instead of retrying at once.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures_util::Stream;
+use tokio::net::{UnixListener, UnixStream};
+use tokio::time::{Interval, MissedTickBehavior};
+
+use crate::error::Error;
+use crate::listener::{ClaimedSocket, SocketFile};
+
+/// How often the socket's path is looked at.
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+/// The pause after a failed accept (e.g. EMFILE), so a full descriptor
+/// table costs a retry a tick rather than a spinning CPU.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Connections accepted on `socket`'s listener (`listener`, registered with
+/// the runtime), binding it again whenever its file is found removed. The
+/// stream never ends and never yields an error.
+pub fn incoming(
+    socket: Arc<Mutex<ClaimedSocket>>,
+    listener: UnixListener,
+) -> impl Stream<Item = std::io::Result<UnixStream>> + Send + 'static {
+    let mut check = tokio::time::interval(CHECK_EVERY);
+    check.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let keeper = Keeper {
+        socket,
+        listener,
+        check,
+        lost: false,
+    };
+    futures_util::stream::unfold(keeper, |mut keeper| async move {
+        let connection = keeper.next().await;
+        Some((Ok(connection), keeper))
+    })
+}
+
+struct Keeper {
+    socket: Arc<Mutex<ClaimedSocket>>,
+    listener: UnixListener,
+    check: Interval,
+    /// Whether the path was found taken by another file, reported once.
+    lost: bool,
+}
+
+impl Keeper {
+    async fn next(&mut self) -> UnixStream {
+        loop {
+            tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok((connection, _)) => return connection,
+                    Err(error) => {
+                        tracing::warn!(%error, "accepting a connection failed; retrying shortly");
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    }
+                },
+                _ = self.check.tick() => self.keep(),
+            }
+        }
+    }
+
+    /// Binds again if the socket's file is gone.
+    fn keep(&mut self) {
+        let mut socket = self.socket.lock().unwrap_or_else(PoisonError::into_inner);
+        match socket.file() {
+            SocketFile::Ours => self.lost = false,
+            SocketFile::Replaced => {
+                if !self.lost {
+                    tracing::warn!(path = %socket.path.display(), "another file took the socket's place; serving the connections already open, not binding over it");
+                    self.lost = true;
+                }
+            }
+            SocketFile::Missing => match socket.claim_again().and_then(register) {
+                Ok(listener) => {
+                    tracing::warn!(path = %socket.path.display(), "the socket file was removed; bound it again");
+                    self.listener = listener;
+                    self.lost = false;
+                }
+                Err(error) => {
+                    if !self.lost {
+                        tracing::error!(path = %socket.path.display(), %error, "the socket file was removed and cannot be bound again; serving the connections already open");
+                        self.lost = true;
+                    }
+                }
+            },
+        }
+    }
+}
+
+/// Hands a bound listener to the runtime.
+pub fn register(listener: std::os::unix::net::UnixListener) -> Result<UnixListener, Error> {
+    listener
+        .set_nonblocking(true)
+        .and_then(|()| UnixListener::from_std(listener))
+        .map_err(|error| Error::io("registering the listener", error))
+}
