@@ -42,6 +42,40 @@ async fn the_open_file_limit_is_raised_for_thousands_of_sessions() {
 }
 
 #[tokio::test]
+async fn programs_get_the_open_file_limit_the_daemon_was_started_with() {
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .maximum
+        .expect("a finite hard limit");
+    if hard <= 1024 {
+        eprintln!("skipped: the hard open-file limit ({hard}) leaves nothing to raise");
+        return;
+    }
+    let daemon =
+        Daemon::start_under(&["sh", "-c", "ulimit -Sn 1024; exec \"$0\" \"$@\""], &[]).await;
+    let mut client = daemon.client().await;
+    // Read once Spawn has answered, when the limit is set for sure (a
+    // program reading it first thing may, rarely, be quicker: spawn.rs).
+    let session = spawn(
+        &mut client,
+        &[
+            "sh",
+            "-c",
+            "read go; echo \"limits $(ulimit -Sn) $(ulimit -Hn)\"; sleep 1000",
+        ],
+    )
+    .await;
+    let mut stream = attach(&mut client, &session.session_id, Some(0)).await;
+    write(&client, &session.session_id, "go\n").await;
+    let mut received = Received::default();
+    receive_text(&mut stream, &mut received, &format!(" {hard}")).await;
+    assert!(
+        received.text().contains(&format!("limits 1024 {hard}")),
+        "the program's limits: {:?}",
+        received.text()
+    );
+}
+
+#[tokio::test]
 async fn a_socket_directory_another_user_owns_is_refused() {
     if !rustix::process::getuid().is_root() {
         eprintln!("skipped: needs root to make a directory owned by `nobody`");

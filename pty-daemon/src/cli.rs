@@ -141,7 +141,8 @@ fn reap_children_ourselves() {
 }
 
 /// Each session holds two descriptors (PTY master, pidfd); the usual soft
-/// limit of 1024 would cap the daemon near 500 sessions.
+/// limit of 1024 would cap the daemon near 500 sessions. The programs get
+/// the limit the daemon was started with back (`spawn.rs`).
 fn raise_fd_limit() {
     use rustix::process::{Resource, getrlimit, setrlimit};
     let limit = getrlimit(Resource::Nofile);
@@ -151,7 +152,10 @@ fn raise_fd_limit() {
             maximum: limit.maximum,
         };
         match setrlimit(Resource::Nofile, raised) {
-            Ok(()) => tracing::debug!(limit = ?limit.maximum, "raised the open-file limit"),
+            Ok(()) => {
+                tracing::debug!(limit = ?limit.maximum, "raised the open-file limit");
+                crate::spawn::give_programs_fd_limit(limit);
+            }
             Err(error) => tracing::warn!(%error, "could not raise the open-file limit"),
         }
     }

@@ -7,7 +7,7 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use portable_pty::{PtySize, native_pty_system};
-use rustix::process::{Pid, PidfdFlags};
+use rustix::process::{Pid, PidfdFlags, Resource, Rlimit};
 
 use crate::error::{Error, Result};
 use crate::posix_spawn;
@@ -15,6 +15,18 @@ use crate::posix_spawn;
 /// Held to open a PTY, whose descriptors are inheritable for a moment, and
 /// shared by the spawns, which must not start a program in that moment.
 static PTY_OPENING: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// The open-file limit the daemon was started with, when it raised its own:
+/// what its programs get. Software written for the usual soft limit of 1024
+/// may `select()` on any descriptor it gets, and beyond 1023 that corrupts
+/// memory instead of failing (systemd resets the limit for the same reason).
+static PROGRAMS_FD_LIMIT: std::sync::OnceLock<Rlimit> = std::sync::OnceLock::new();
+
+/// Records the open-file limit to give programs: the daemon's own, from
+/// before it raised it.
+pub fn give_programs_fd_limit(limit: Rlimit) {
+    let _ = PROGRAMS_FD_LIMIT.set(limit);
+}
 
 /// What to run and on what terminal, already validated.
 #[derive(Debug, Clone)]
@@ -184,6 +196,16 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
         .run()
     };
     let pid = started.map_err(program_error)?;
+    // posix_spawn has no step that sets a limit, so it is set from here,
+    // right after the exec: microseconds into the program's start, as a
+    // rule before its dynamic loader is done. A program that read its
+    // limit first thing while this thread waited for a CPU would still see
+    // the raised one. One that exited at once is gone already (ESRCH).
+    if let Some(limit) = PROGRAMS_FD_LIMIT.get()
+        && let Err(error) = rustix::process::prlimit(Some(pid), Resource::Nofile, *limit)
+    {
+        tracing::debug!(%pid, %error, "could not give the program its open-file limit");
+    }
     // The child is ours and unreaped, so its pid cannot have been reused.
     let pidfd = match rustix::process::pidfd_open(pid, PidfdFlags::NONBLOCK) {
         Ok(pidfd) => pidfd,

@@ -493,7 +493,6 @@ pub async fn receive_all<M: AttachMessage>(stream: &mut Streaming<M>) -> Receive
     received
 }
 
-/// The daemon's view of one session.
 /// The pid of the daemon `client` talks to, as it reports it.
 pub async fn daemon_pid(client: &mut DaemonClient) -> u32 {
     client
@@ -506,6 +505,7 @@ pub async fn daemon_pid(client: &mut DaemonClient) -> u32 {
         .pid
 }
 
+/// The daemon's view of one session.
 pub async fn find(client: &mut DaemonClient, session_id: &str) -> Option<pb::Session> {
     client
         .list(pb::ListRequest::default())
