@@ -2,6 +2,7 @@
 //! default filesystem locations, and a client for the pty-daemon's unix
 //! socket.
 
+pub mod accept_backoff;
 pub mod admission;
 pub mod answered_stream;
 pub mod codec;

@@ -12,6 +12,8 @@ pub struct ProcStat {
     pub ppid: i32,
     /// The session id (the session leader's pid).
     pub session: i32,
+    /// The CPU time it has used, in user and kernel mode.
+    pub cpu: Duration,
     /// When the process started, on the boot clock.
     pub started: Duration,
 }
@@ -22,21 +24,23 @@ impl ProcStat {
         Self::parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
     }
 
-    /// Parses a stat line: `pid (comm) state ppid pgrp session … starttime`
-    /// (field 22). comm may hold anything, so fields are counted after its
-    /// last `)`.
+    /// Parses a stat line: `pid (comm) state ppid pgrp session … utime
+    /// stime … starttime` (fields 14, 15, 22). comm may hold anything, so
+    /// fields are counted after its last `)`.
     pub fn parse(stat: &str) -> Option<Self> {
-        let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
-        let state = fields.next()?.chars().next()?;
-        let ppid = fields.next()?.parse().ok()?;
-        let session = fields.nth(1)?.parse().ok()?;
-        let ticks: u64 = fields.nth(15)?.parse().ok()?;
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        // The first field after comm is field 3.
+        let field = |number: usize| fields.get(number - 3).copied();
+        let ticks = |number: usize| field(number)?.parse::<u64>().ok();
         let per_second = rustix::param::clock_ticks_per_second().max(1);
+        let duration =
+            |ticks: u64| Duration::from_nanos(ticks.saturating_mul(1_000_000_000) / per_second);
         Some(Self {
-            state,
-            ppid,
-            session,
-            started: Duration::from_nanos(ticks.saturating_mul(1_000_000_000) / per_second),
+            state: field(3)?.chars().next()?,
+            ppid: field(4)?.parse().ok()?,
+            session: field(6)?.parse().ok()?,
+            cpu: duration(ticks(14)? + ticks(15)?),
+            started: duration(ticks(22)?),
         })
     }
 
@@ -118,6 +122,10 @@ mod tests {
         let stat = ProcStat::parse(line).expect("parses");
         assert_eq!((stat.state, stat.ppid, stat.session), ('S', 1, 4240));
         let per_second = rustix::param::clock_ticks_per_second();
+        assert_eq!(
+            stat.cpu,
+            Duration::from_nanos(3 * 1_000_000_000 / per_second)
+        );
         assert_eq!(
             stat.started,
             Duration::from_nanos(1234 * 1_000_000_000 / per_second)

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use holdfast::accept_backoff::AcceptBackoff;
 use http::HeaderValue;
-use tokio::net::TcpListener;
-use tonic::transport::server::TcpIncoming;
+use tokio::net::{TcpListener, TcpStream};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::access::Policy;
@@ -48,13 +48,33 @@ pub async fn serve(
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        // Without TCP_NODELAY, Nagle's algorithm holds a small reply until
-        // the client's delayed ACK: ~40 ms added to every short answer.
-        .serve_with_incoming_shutdown(
-            TcpIncoming::from(listener).with_nodelay(Some(true)),
-            shutdown,
-        )
+        .serve_with_incoming_shutdown(incoming(listener), shutdown)
         .await
+}
+
+/// The connections accepted on `listener`, pausing after a failed accept
+/// (tonic's `TcpIncoming` retries at once: a CPU spun while the process
+/// was out of descriptors).
+fn incoming(
+    listener: TcpListener,
+) -> impl futures_util::Stream<Item = std::io::Result<TcpStream>> + Send + 'static {
+    futures_util::stream::unfold(
+        (listener, AcceptBackoff::default()),
+        |(listener, mut backoff)| async move {
+            loop {
+                let Some((connection, _)) = backoff.accepted(listener.accept().await).await else {
+                    continue;
+                };
+                // Without TCP_NODELAY, Nagle's algorithm holds a small reply
+                // until the client's delayed ACK: ~40 ms added to every
+                // short answer.
+                if let Err(error) = connection.set_nodelay(true) {
+                    tracing::debug!(%error, "setting TCP_NODELAY failed");
+                }
+                return Some((Ok(connection), (listener, backoff)));
+            }
+        },
+    )
 }
 
 /// Browsers may call from pages served on this machine (any port), and from

@@ -5,13 +5,14 @@
 //! serve no new client while its sessions run on, and the next host-service
 //! would start a second daemon beside it. So the path is looked at every
 //! second and, when its file is gone, bound again (tmux does this on
-//! SIGUSR1; here nobody has to ask). Accepting also backs off on errors
-//! such as running out of descriptors, instead of retrying at once.
+//! SIGUSR1; here nobody has to ask). Accepting pauses after a failure
+//! (`holdfast::accept_backoff`).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::Stream;
+use holdfast::accept_backoff::AcceptBackoff;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::time::{Interval, MissedTickBehavior};
 
@@ -20,9 +21,6 @@ use crate::listener::{ClaimedSocket, SocketFile};
 
 /// How often the socket's path is looked at.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
-/// The pause after a failed accept (e.g. EMFILE), so a full descriptor
-/// table costs a retry a tick rather than a spinning CPU.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Connections accepted on `socket`'s listener (`listener`, registered with
 /// the runtime), binding it again whenever its file is found removed. The
@@ -37,6 +35,7 @@ pub fn incoming(
         socket,
         listener,
         check,
+        backoff: AcceptBackoff::default(),
         lost: false,
     };
     futures_util::stream::unfold(keeper, |mut keeper| async move {
@@ -49,6 +48,7 @@ struct Keeper {
     socket: Arc<Mutex<ClaimedSocket>>,
     listener: UnixListener,
     check: Interval,
+    backoff: AcceptBackoff,
     /// Whether the path was found taken by another file, reported once.
     lost: bool,
 }
@@ -57,13 +57,11 @@ impl Keeper {
     async fn next(&mut self) -> UnixStream {
         loop {
             tokio::select! {
-                accepted = self.listener.accept() => match accepted {
-                    Ok((connection, _)) => return connection,
-                    Err(error) => {
-                        tracing::warn!(%error, "accepting a connection failed; retrying shortly");
-                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                accepted = self.listener.accept() => {
+                    if let Some((connection, _)) = self.backoff.accepted(accepted).await {
+                        return connection;
                     }
-                },
+                }
                 _ = self.check.tick() => self.keep(),
             }
         }

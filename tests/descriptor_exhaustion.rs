@@ -1,0 +1,112 @@
+//! A service out of file descriptors idles until one frees, then accepts
+//! again. A listener that cannot accept stays readable, and retrying at once
+//! (as tonic's own accept loop does) spun a CPU for as long as it lasted.
+
+mod support;
+
+use std::time::Duration;
+
+use holdfast::proc_stat::ProcStat;
+use holdfast::proto::host::v1 as pb;
+use holdfast::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
+use rustix::process::{Pid, Resource, Rlimit};
+use support::host::*;
+use support::*;
+
+/// Sets `pid`'s soft open-file limit to the descriptors it has open now,
+/// so it can open no more; returns its limit from before.
+fn squeeze(pid: u32) -> Rlimit {
+    let pid_number = pid as i32;
+    let open = holdfast::proc_usage::open_fds(pid_number) as u64;
+    let hard = rustix::process::getrlimit(Resource::Nofile).maximum;
+    rustix::process::prlimit(
+        Pid::from_raw(pid_number),
+        Resource::Nofile,
+        Rlimit {
+            current: Some(open),
+            maximum: hard,
+        },
+    )
+    .expect("lower the open-file limit")
+}
+
+fn restore(pid: u32, limit: Rlimit) {
+    rustix::process::prlimit(Pid::from_raw(pid as i32), Resource::Nofile, limit)
+        .expect("restore the open-file limit");
+}
+
+/// Leaves `pid` no descriptor to spare, opens connections it cannot
+/// accept, waits until its `log` says so, and checks that it idles
+/// meanwhile. Returns its limit from before and the connections.
+async fn starve<C>(
+    pid: u32,
+    log: impl Fn() -> String,
+    connect: impl Fn() -> C,
+) -> (Rlimit, Vec<C>) {
+    let limit = squeeze(pid);
+    let waiting: Vec<C> = (0..20).map(|_| connect()).collect();
+    eventually("the service to report failing accepts", || {
+        let log = log();
+        async move { log.contains("accepting a connection failed").then_some(()) }
+    })
+    .await;
+    // A spinning accept loop uses the whole second; a pausing one next to
+    // nothing. The bound is generous, for a loaded machine; the second is
+    // a measuring window, not a wait for a condition.
+    let used = || ProcStat::read(pid as i32).expect("the service runs").cpu;
+    let before = used();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let cpu = used() - before;
+    eprintln!("CPU used in a second out of descriptors: {cpu:?}");
+    assert!(
+        cpu < Duration::from_millis(300),
+        "used {cpu:?} of CPU in a second, out of descriptors"
+    );
+    (limit, waiting)
+}
+
+#[tokio::test]
+async fn a_host_service_out_of_descriptors_idles_and_then_serves_again() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let pid = host.child.id();
+    let address = host.address.trim_start_matches("http://").to_owned();
+    let (limit, waiting) = starve(
+        pid,
+        || host.log_text(),
+        || std::net::TcpStream::connect(&address).expect("connect"),
+    )
+    .await;
+
+    restore(pid, limit);
+    drop(waiting);
+    // A new connection is accepted and served.
+    let mut fresh = WorkspaceServiceClient::connect(host.address.clone())
+        .await
+        .expect("a new connection");
+    fresh
+        .create_workspace(pb::CreateWorkspaceRequest {
+            name: "after".into(),
+        })
+        .await
+        .expect("served");
+    assert!(host.log_text().contains("accepting connections again"));
+}
+
+#[tokio::test]
+async fn a_daemon_out_of_descriptors_idles_and_then_serves_again() {
+    let daemon = Daemon::start().await;
+    let pid = daemon.child.id();
+    let (limit, waiting) = starve(
+        pid,
+        || daemon.log(),
+        || std::os::unix::net::UnixStream::connect(&daemon.socket).expect("connect"),
+    )
+    .await;
+
+    restore(pid, limit);
+    drop(waiting);
+    let mut client = daemon.client().await;
+    assert_eq!(daemon_pid(&mut client).await, pid);
+    assert!(daemon.log().contains("accepting connections again"));
+}
