@@ -195,6 +195,98 @@ async fn a_create_whose_client_gave_up_still_finishes() {
 }
 
 #[tokio::test]
+async fn a_session_disposed_while_being_adopted_is_never_listed_again() {
+    use diesel::{Connection, RunQueryDsl};
+
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("racing").await.workspace_id;
+    // It ignores the hang-up, so it outlives the dispose's kill by the
+    // kill's grace (1 s) before SIGKILL.
+    let session = host
+        .create_session(session_request(
+            &workspace,
+            &["sh", "-c", "trap '' HUP; exec sleep 1000"],
+        ))
+        .await
+        .session_id;
+    host.stop(Signal::KILL);
+    // Restored: not in the new host-service's memory until first used.
+    let mut host = home.start(&["--operation-timeout-ms", "30000"]).await;
+    let daemon = Pid::from_raw(home.serving_daemon_pid().await.expect("a daemon")).expect("pid");
+    rustix::process::kill_process(daemon, Signal::STOP).expect("SIGSTOP the daemon");
+    stopped(daemon.as_raw_nonzero().get()).await;
+
+    // An attach reads the row (active), then waits on the stopped daemon.
+    let attach = tokio::spawn({
+        let mut terminals = host.terminals.clone();
+        let session_id = session.clone();
+        async move {
+            terminals
+                .attach_session(pb::AttachSessionRequest {
+                    session_id,
+                    from_offset: None,
+                })
+                .await
+        }
+    });
+    eventually("the attach to have read the row", || {
+        let log = host.log_text();
+        async move { log.contains("adopting a restored session").then_some(()) }
+    })
+    .await;
+    // A dispose stamps the row after that read, then waits on the daemon
+    // to kill the session.
+    let dispose = tokio::spawn({
+        let mut terminals = host.terminals.clone();
+        let session_id = session.clone();
+        async move {
+            terminals
+                .dispose_session(pb::DisposeSessionRequest { session_id })
+                .await
+        }
+    });
+    let mut db = diesel::SqliteConnection::establish(home.database().to_str().expect("UTF-8"))
+        .expect("open the database");
+    eventually("the dispose to stamp the row", || {
+        let stamped = diesel::sql_query(
+            "UPDATE terminal_sessions SET title = title WHERE id = ? AND dispose_requested_at IS NOT NULL",
+        )
+        .bind::<diesel::sql_types::Text, _>(&session)
+        .execute(&mut db)
+        .expect("read the row");
+        async move { (stamped == 1).then_some(()) }
+    })
+    .await;
+
+    // Both go on: the adoption finds the session still running (its kill
+    // is in its grace), but must not bring it back.
+    rustix::process::kill_process(daemon, Signal::CONT).expect("SIGCONT the daemon");
+    dispose.await.expect("task").expect("disposed");
+    let _ = attach.await.expect("task");
+    let client = holdfast::daemon_client::connect(&home.socket(), PATIENCE)
+        .await
+        .expect("daemon");
+    let mut lists = 0;
+    let deadline = Instant::now() + PATIENCE;
+    while find(&mut client.clone(), &session)
+        .await
+        .is_some_and(|s| s.alive)
+    {
+        assert!(Instant::now() < deadline, "the disposed session still runs");
+        let list = host.list(&workspace).await;
+        assert!(
+            !ids(&list).contains(&session.as_str()),
+            "a disposed session was listed again: {list:?}"
+        );
+        lists += 1;
+    }
+    let list = host.list(&workspace).await;
+    assert!(!ids(&list).contains(&session.as_str()), "{list:?}");
+    eprintln!("{lists} lists while the disposed session still ran");
+}
+
+#[tokio::test]
 async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
     let home = HostHome::new();
     let mut host = home

@@ -59,9 +59,22 @@ struct Inner {
     /// Sessions whose rows were stamped (disposed, workspace closed) before
     /// their creation finished registering.
     stamped_while_creating: HashSet<String>,
+    /// Sessions being adopted after a restart, with what befell them
+    /// meanwhile.
+    adopting: HashMap<String, Adoptions>,
     /// Counts changes to `sessions`, so a list made from them can tell
     /// whether it still holds.
     generation: u64,
+}
+
+/// The adoptions of one session under way.
+#[derive(Default)]
+struct Adoptions {
+    /// How many.
+    under_way: u32,
+    /// Whether its row was stamped (disposed, workspace closed) since the
+    /// first began.
+    stamped: bool,
 }
 
 impl Inner {
@@ -120,13 +133,20 @@ impl Memory {
         self.inner().creating.contains(session_id)
     }
 
-    /// Registers a session restored after a restart (adopted on demand),
-    /// unless it is already known.
-    pub fn adopt(&self, session: MemorySession) {
+    /// Begins adopting a session restored after a restart: taken before
+    /// its row is read, so that a stamp landing after the read, which the
+    /// row could not show, still keeps the session out (see
+    /// [`Adoption::register`]).
+    pub fn begin_adopt(self: &Arc<Self>, session_id: &str) -> Adoption {
         self.inner()
-            .sessions_mut()
-            .entry(session.session_id.clone())
-            .or_insert(session);
+            .adopting
+            .entry(session_id.to_owned())
+            .or_default()
+            .under_way += 1;
+        Adoption {
+            memory: Arc::clone(self),
+            session_id: session_id.to_owned(),
+        }
     }
 
     /// The registered session's input stream.
@@ -148,6 +168,9 @@ impl Memory {
         let mut inner = self.inner();
         if inner.creating.contains(session_id) {
             inner.stamped_while_creating.insert(session_id.to_owned());
+        }
+        if let Some(adoptions) = inner.adopting.get_mut(session_id) {
+            adoptions.stamped = true;
         }
         inner.sessions_mut().remove(session_id)
     }
@@ -224,6 +247,46 @@ impl Memory {
     }
 }
 
+/// An adoption under way, from before its session's row was read until
+/// it registers the session or is dropped.
+pub struct Adoption {
+    memory: Arc<Memory>,
+    session_id: String,
+}
+
+impl Adoption {
+    /// Registers the session, unless it is already known or its row was
+    /// stamped since the adoption began (then it stays out of memory, and
+    /// so out of every list). Whether it is registered now.
+    pub fn register(self, session: MemorySession) -> bool {
+        let mut inner = self.memory.inner();
+        if inner
+            .adopting
+            .get(&self.session_id)
+            .is_some_and(|adoptions| adoptions.stamped)
+        {
+            return false;
+        }
+        inner
+            .sessions_mut()
+            .entry(session.session_id.clone())
+            .or_insert(session);
+        true
+    }
+}
+
+impl Drop for Adoption {
+    fn drop(&mut self) {
+        let mut inner = self.memory.inner();
+        if let Some(adoptions) = inner.adopting.get_mut(&self.session_id) {
+            adoptions.under_way -= 1;
+            if adoptions.under_way == 0 {
+                inner.adopting.remove(&self.session_id);
+            }
+        }
+    }
+}
+
 /// Keeps a session marked attached while an attach stream is open.
 pub struct AttachGuard {
     memory: Arc<Memory>,
@@ -263,11 +326,32 @@ mod tests {
         }
     }
 
+    fn adopt(memory: &Arc<Memory>, id: &str) {
+        assert!(memory.begin_adopt(id).register(session(id)));
+    }
+
+    #[test]
+    fn a_session_stamped_while_being_adopted_is_never_registered() {
+        let memory = Arc::new(Memory::default());
+        // Its row read before the stamp, registered after it.
+        let adoption = memory.begin_adopt("disposed");
+        let other = memory.begin_adopt("disposed");
+        assert!(memory.remove("disposed").is_none());
+        assert!(!adoption.register(session("disposed")));
+        assert!(!other.register(session("disposed")));
+        assert!(!memory.contains("disposed"));
+        // The mark goes with the adoptions: a later one (whose row read
+        // would refuse a stamped session) is registered.
+        adopt(&memory, "disposed");
+        assert!(memory.contains("disposed"));
+        assert!(memory.inner().adopting.is_empty(), "nothing left behind");
+    }
+
     #[test]
     fn exited_sessions_are_forgotten_once_detached() {
         let memory = Arc::new(Memory::default());
-        memory.adopt(session("a"));
-        memory.adopt(session("b"));
+        adopt(&memory, "a");
+        adopt(&memory, "b");
         let attached = memory.attach("b");
         memory.mark_exited("a", Some(0), None);
         memory.mark_exited("b", None, Some(9));
@@ -309,7 +393,7 @@ mod tests {
             assert!(now > last, "{what} left the generation at {now}");
             last = now;
         };
-        memory.adopt(session("a"));
+        adopt(&memory, "a");
         changed("adopting");
         memory.begin_create("b");
         memory.finish_create("b", Some(session("b")));
@@ -322,7 +406,7 @@ mod tests {
         changed("an exit");
         memory.remove("a");
         changed("forgetting");
-        memory.adopt(session("c"));
+        adopt(&memory, "c");
         memory.mark_all_exited();
         changed("the daemon dying");
         // What the daemon says is no change of memory's.
@@ -351,7 +435,7 @@ mod tests {
     #[test]
     fn attachments_are_counted_per_stream() {
         let memory = Arc::new(Memory::default());
-        memory.adopt(session("a"));
+        adopt(&memory, "a");
         let first = memory.attach("a");
         let second = memory.attach("a");
         assert_eq!(memory.snapshot("w")[0].attachments, 2);

@@ -18,7 +18,7 @@ use crate::api::workspace_service_server::WorkspaceService;
 use crate::error::{Error, Result};
 use crate::listing::{self, ListSessionsResponse, source_to_proto};
 use crate::live_sessions::{LiveSessionView, LiveSessions};
-use crate::memory::{AttachGuard, Memory, MemorySession};
+use crate::memory::{Adoption, AttachGuard, Memory, MemorySession};
 use crate::new_session::NewSession;
 use crate::store::{self, Insert, SessionRow, Status as RowStatus, Store, WorkspaceRow};
 use crate::validate;
@@ -183,12 +183,16 @@ impl Host {
         self.live.list_live_sessions(workspace_id).await
     }
 
-    /// Makes sure a session may be used, adopting it into memory if it was
-    /// restored after a restart. Returns its row when it had to be read.
-    async fn usable(&self, session_id: &str) -> Result<Option<SessionRow>> {
+    /// Makes sure a session may be used. One not in memory (restored
+    /// after a restart) has its row read, and is returned with it, to be
+    /// adopted once the daemon has answered for it.
+    async fn usable(&self, session_id: &str) -> Result<Option<(SessionRow, Adoption)>> {
         if self.memory.contains(session_id) {
             return Ok(None);
         }
+        // Begun before the row is read: a dispose stamping it after the
+        // read still keeps the session out of memory.
+        let adoption = self.memory.begin_adopt(session_id);
         let row = self
             .store
             .session(session_id)
@@ -197,11 +201,13 @@ impl Host {
         if row.is_stamped() || row.status() == RowStatus::Disposed {
             return Err(Error::SessionDisposed(session_id.to_owned()));
         }
-        Ok(Some(row))
+        tracing::debug!(%session_id, "adopting a restored session once the daemon answers for it");
+        Ok(Some((row, adoption)))
     }
 
-    /// Registers a restored session in memory, with what the daemon says of it.
-    async fn adopt(&self, row: SessionRow) {
+    /// Registers a restored session in memory, with what the daemon says of
+    /// it, unless it was disposed meanwhile.
+    async fn adopt(&self, (row, adoption): (SessionRow, Adoption)) {
         if row.status() != RowStatus::Active {
             return;
         }
@@ -220,8 +226,8 @@ impl Host {
         let Some(session) = listed.filter(|session| session.alive) else {
             return;
         };
-        tracing::info!(session_id = %row.id, "adopted a restored session");
-        self.memory.adopt(MemorySession {
+        let session_id = row.id.clone();
+        let registered = adoption.register(MemorySession {
             title: if session.title.is_empty() {
                 row.title.clone()
             } else {
@@ -238,6 +244,11 @@ impl Host {
             workspace_id: row.workspace_id,
             session_id: row.id,
         });
+        if registered {
+            tracing::info!(%session_id, "adopted a restored session");
+        } else {
+            tracing::info!(%session_id, "not adopting a restored session disposed meanwhile");
+        }
     }
 
     /// Records and starts a session (`CreateSession`), its program started
@@ -414,8 +425,8 @@ impl Host {
             data,
         });
         self.daemon_call("write", client.write(write)).await?;
-        if let Some(row) = restored {
-            self.adopt(row).await;
+        if let Some(restored) = restored {
+            self.adopt(restored).await;
         }
         Ok(())
     }
@@ -627,8 +638,8 @@ impl TerminalService for Host {
         let (restored, events) = tokio::join!(self.usable(&session_id), open);
         let restored = restored?;
         let events = events?;
-        if let Some(row) = restored {
-            self.adopt(row).await;
+        if let Some(restored) = restored {
+            self.adopt(restored).await;
         }
         let guard = self.memory.attach(&session_id);
         let store = self.store.clone();
@@ -698,8 +709,8 @@ impl TerminalService for Host {
             rows: request.rows,
         });
         self.daemon_call("resize", client.resize(resize)).await?;
-        if let Some(row) = restored {
-            self.adopt(row).await;
+        if let Some(restored) = restored {
+            self.adopt(restored).await;
         }
         Ok(Response::new(pb::ResizeSessionResponse {}))
     }
