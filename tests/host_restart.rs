@@ -287,6 +287,79 @@ async fn a_session_disposed_while_being_adopted_is_never_listed_again() {
 }
 
 #[tokio::test]
+async fn a_failing_database_degrades_lists_and_a_locked_one_is_unavailable() {
+    use diesel::Connection;
+    use diesel::connection::SimpleConnection;
+
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("faulty").await.workspace_id;
+    let session = host
+        .create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await
+        .session_id;
+    // Restored after a restart: only the rows say it may be listed.
+    host.stop(Signal::KILL);
+    let mut host = home.start(&[]).await;
+    let listed = host.list(&workspace).await;
+    assert!(is_complete(&listed) && ids(&listed) == [session.as_str()]);
+
+    // The rows cannot be read: lists answer from memory, and say why.
+    let mut db = diesel::SqliteConnection::establish(home.database().to_str().expect("UTF-8"))
+        .expect("open the database");
+    db.batch_execute("ALTER TABLE terminal_sessions RENAME TO hidden_sessions")
+        .expect("hide the rows");
+    let list = host.list(&workspace).await;
+    assert_eq!(list.source, pb::Source::MemoryOnly as i32);
+    assert!(
+        list.degraded_reason.contains("database"),
+        "reason: {}",
+        list.degraded_reason
+    );
+    assert!(
+        list.sessions.is_empty(),
+        "memory knows nothing after a restart"
+    );
+    let count = host.count(&workspace, &[]).await;
+    assert_eq!(count.source, pb::Source::MemoryOnly as i32);
+    db.batch_execute("ALTER TABLE hidden_sessions RENAME TO terminal_sessions")
+        .expect("show the rows again");
+    let list = host.list(&workspace).await;
+    assert!(is_complete(&list) && ids(&list) == [session.as_str()]);
+
+    // Another process holds the write lock past the busy timeout (5 s): a
+    // create is UNAVAILABLE, for the client to retry, and starts nothing.
+    db.batch_execute("BEGIN IMMEDIATE")
+        .expect("take the write lock");
+    let status = host
+        .terminals
+        .create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await
+        .expect_err("the database is locked");
+    assert_eq!(
+        status.code(),
+        tonic::Code::Unavailable,
+        "{}",
+        status.message()
+    );
+    assert!(status.message().contains("locked"), "{}", status.message());
+    db.batch_execute("ROLLBACK").expect("release the lock");
+    host.create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+    let mut daemon = holdfast::daemon_client::connect(&home.socket(), PATIENCE)
+        .await
+        .expect("daemon");
+    let running = daemon
+        .list(daemon_pb::ListRequest::default())
+        .await
+        .expect("daemon list")
+        .into_inner()
+        .sessions
+        .len();
+    assert_eq!(running, 2, "the refused create started nothing");
+}
+
+#[tokio::test]
 async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
     let home = HostHome::new();
     let mut host = home

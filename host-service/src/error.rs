@@ -94,6 +94,10 @@ impl From<Error> for tonic::Status {
                     Self::internal(format!("the pty-daemon failed: {message}"))
                 }
             },
+            Error::Store(error) if error.is_transient() => {
+                tracing::warn!(%error, "database busy");
+                Self::unavailable(message)
+            }
             Error::Store(error) => {
                 tracing::error!(%error, "database error");
                 Self::internal(message)

@@ -21,7 +21,7 @@ use holdfast::proto::daemon::v1 as daemon;
 
 use crate::error::Result;
 use crate::memory::{Memory, MemorySession};
-use crate::store::{self, Store};
+use crate::store::{self, Store, StoreError};
 use crate::supervisor::DaemonHealth;
 
 /// How complete a list is.
@@ -258,14 +258,14 @@ impl Renders {
 
 impl LiveSessionView {
     /// The workspace's live sessions. Read-only: never spawns, kills or
-    /// attaches. Never fails because of the daemon, and never waits much
-    /// longer than the deadline for it.
-    pub async fn list_live_sessions(&self, workspace_id: &str) -> Result<LiveSessions> {
+    /// attaches. Never fails because of the daemon or the database, and
+    /// never waits much longer than the deadline for the daemon.
+    pub async fn list_live_sessions(&self, workspace_id: &str) -> LiveSessions {
         let view = match self.ask_daemon().await {
             Ok(view) => view,
             Err(reason) => {
                 tracing::warn!(workspace_id, %reason, "daemon did not answer; listing from memory only");
-                return Ok(memory_only(self.memory.snapshot(workspace_id), reason));
+                return memory_only(self.memory.snapshot(workspace_id), reason);
             }
         };
         // After the daemon answered: a session disposed meanwhile has left
@@ -275,18 +275,31 @@ impl LiveSessionView {
             .get(workspace_id, &view.list, self.memory.generation())
         {
             Some(rendered) => rendered,
-            None => self.render(workspace_id, &view).await?,
+            None => match self.render(workspace_id, &view).await {
+                Ok(rendered) => rendered,
+                // Which background sessions may be listed only the rows
+                // tell; without them memory is all there is.
+                Err(error) => {
+                    let reason = format!("the database could not be read: {error}");
+                    tracing::warn!(workspace_id, %reason, "listing from memory only");
+                    return memory_only(self.memory.snapshot(workspace_id), reason);
+                }
+            },
         };
-        Ok(LiveSessions {
+        LiveSessions {
             rendered,
             daemon: Some(view),
             source: Source::Complete,
-        })
+        }
     }
 
     /// Joins memory and, for what memory does not know, the database with
     /// the daemon's list.
-    async fn render(&self, workspace_id: &str, view: &DaemonView) -> Result<Arc<Rendered>> {
+    async fn render(
+        &self,
+        workspace_id: &str,
+        view: &DaemonView,
+    ) -> Result<Arc<Rendered>, StoreError> {
         let daemon_sessions = view.list.sessions.as_slice();
         // Which daemon sessions memory knows, by position in the list.
         let mut seen = vec![false; daemon_sessions.len()];

@@ -180,7 +180,7 @@ impl Host {
             }
             self.workspaces.saw(workspace_id);
         }
-        self.live.list_live_sessions(workspace_id).await
+        Ok(self.live.list_live_sessions(workspace_id).await)
     }
 
     /// Makes sure a session may be used. One not in memory (restored

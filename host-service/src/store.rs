@@ -47,6 +47,27 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// Whether trying again later may succeed: the database was locked
+    /// (by another process, past the busy timeout) or no connection could
+    /// be had.
+    pub fn is_transient(&self) -> bool {
+        use diesel::result::Error::DatabaseError;
+        match self {
+            Self::Pool { .. } => true,
+            // SQLITE_BUSY and SQLITE_LOCKED, which diesel reports only by
+            // their messages.
+            Self::Query {
+                source: DatabaseError(_, info),
+                ..
+            } => ["database is locked", "database table is locked"]
+                .iter()
+                .any(|busy| info.message().starts_with(busy)),
+            Self::Query { .. } | Self::Open { .. } => false,
+        }
+    }
+}
+
 /// Results of store calls.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
