@@ -239,7 +239,9 @@ async fn a_stale_socket_file_is_replaced() {
     assert!(wait_with_deadline(&mut child).success());
 }
 
-#[tokio::test]
+// Multi-threaded: the client's connection must answer the daemon's
+// goodbye while the test blocks waiting for the daemon to exit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_hangs_up_sessions_removes_the_socket_and_exits_cleanly() {
     let mut daemon = Daemon::start().await;
     let mut client = daemon.client().await;
@@ -259,6 +261,11 @@ async fn sigterm_hangs_up_sessions_removes_the_socket_and_exits_cleanly() {
         "ready",
     )
     .await;
+    let mut watch = client
+        .watch_sessions(pb::WatchSessionsRequest {})
+        .await
+        .expect("watch")
+        .into_inner();
     let status = daemon.terminate();
     assert!(
         status.success(),
@@ -266,6 +273,23 @@ async fn sigterm_hangs_up_sessions_removes_the_socket_and_exits_cleanly() {
         daemon.log()
     );
     assert!(!daemon.socket.exists(), "the socket is removed");
+    // A watcher (the host-service) had both exits, then a clean end: it
+    // did not hold the stop up until its connection was cut.
+    let mut exits = Vec::new();
+    while let Some(event) = watch.message().await.expect("a clean end of the watch") {
+        if let Some(pb::watch_sessions_response::Event::Exited(exit)) = event.event {
+            exits.push(exit.session_id);
+        }
+    }
+    exits.sort();
+    let mut expected = vec![plain.session_id.clone(), stubborn.session_id.clone()];
+    expected.sort();
+    assert_eq!(exits, expected);
+    assert!(
+        !daemon.log().contains("still open at shutdown"),
+        "{}",
+        daemon.log()
+    );
     for session in [plain, stubborn] {
         let pid = rustix::process::Pid::from_raw(session.pid as i32).expect("pid");
         assert!(

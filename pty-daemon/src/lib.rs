@@ -82,6 +82,7 @@ pub async fn run(
     // Sessions end first so their attach streams finish with an exit event,
     // which lets the server's graceful shutdown complete.
     registry.hang_up_all(SHUTDOWN_GRACE).await;
+    registry.end_exit_watches();
     let _ = stop.send(());
     if tokio::time::timeout(SHUTDOWN_GRACE, &mut server)
         .await

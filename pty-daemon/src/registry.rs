@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{broadcast, watch};
 
 use crate::generation::Generation;
 use crate::session::{Cursor, ExitNotice, Session};
@@ -44,6 +45,8 @@ pub struct Registry {
     sessions: Mutex<Sessions>,
     settings: SessionSettings,
     exits: broadcast::Sender<ExitNotice>,
+    /// Set once the daemon stops: exit watches end then.
+    stopping: watch::Sender<bool>,
     generation: Generation,
     /// The runtime that reads the sessions' terminals and reaps their
     /// programs.
@@ -58,6 +61,7 @@ impl Registry {
             sessions: Mutex::default(),
             settings,
             exits: broadcast::Sender::new(EXIT_NOTICE_BUFFER),
+            stopping: watch::Sender::new(false),
             generation: Generation::new(),
         }
     }
@@ -75,8 +79,18 @@ impl Registry {
     }
 
     /// Subscribes to every session's exit.
-    pub fn watch_exits(&self) -> broadcast::Receiver<ExitNotice> {
-        self.exits.subscribe()
+    pub fn watch_exits(&self) -> ExitWatch {
+        ExitWatch {
+            exits: self.exits.subscribe(),
+            stopping: self.stopping.subscribe(),
+        }
+    }
+
+    /// Ends every exit watch once it has had the exits before this: the
+    /// daemon is stopping, and its watchers' streams must end cleanly
+    /// rather than hold the shutdown up until they are cut.
+    pub fn end_exit_watches(&self) {
+        self.stopping.send_replace(true);
     }
 
     /// The session with this id.
@@ -256,6 +270,29 @@ impl Registry {
         }
         if tokio::time::timeout(grace, all_exited()).await.is_err() {
             tracing::error!("some sessions were not reaped before shutdown");
+        }
+    }
+}
+
+/// One subscription to every session's exit.
+pub struct ExitWatch {
+    exits: broadcast::Receiver<ExitNotice>,
+    stopping: watch::Receiver<bool>,
+}
+
+impl ExitWatch {
+    /// The next exit, or how many this watcher fell behind by; `None` once
+    /// the daemon stops, after every exit before that.
+    pub async fn next(&mut self) -> Option<Result<ExitNotice, u64>> {
+        tokio::select! {
+            // Exits already sent go out before the end.
+            biased;
+            notice = self.exits.recv() => match notice {
+                Ok(notice) => Some(Ok(notice)),
+                Err(RecvError::Lagged(missed)) => Some(Err(missed)),
+                Err(RecvError::Closed) => None,
+            },
+            _ = self.stopping.wait_for(|stopping| *stopping) => None,
         }
     }
 }

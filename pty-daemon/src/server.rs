@@ -11,7 +11,6 @@ use futures_util::{Stream, StreamExt};
 use holdfast::proto::daemon::v1 as pb;
 use rustix::process::Signal;
 use tokio::net::UnixStream;
-use tokio::sync::broadcast::error::RecvError;
 use tonic::{Request, Response, Status};
 
 use crate::api::pty_daemon_server::{PtyDaemon, PtyDaemonServer};
@@ -239,15 +238,14 @@ impl PtyDaemon for DaemonService {
         use pb::watch_sessions_response::Event as E;
         let exits = self.registry.watch_exits();
         let events = futures_util::stream::unfold(exits, |mut exits| async move {
-            let event = match exits.recv().await {
+            let event = match exits.next().await? {
                 Ok(notice) => E::Exited(pb::SessionExited {
                     session_id: notice.session_id,
                     exit_code: notice.status.code,
                     signal: notice.status.signal,
                     exited_at: Some(notice.status.at.into()),
                 }),
-                Err(RecvError::Lagged(missed)) => E::Lagged(pb::Lagged { missed }),
-                Err(RecvError::Closed) => return None,
+                Err(missed) => E::Lagged(pb::Lagged { missed }),
             };
             Some((Ok(pb::WatchSessionsResponse { event: Some(event) }), exits))
         });
