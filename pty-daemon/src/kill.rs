@@ -81,13 +81,20 @@ fn signal_session_members(leader: Pid, exited_at: Duration, signal: Signal) -> u
 /// lives, and the leader's leftovers (children that ignored the first
 /// signal, background jobs) once it has exited, whether it exited before
 /// this call or within the grace period. Returns once the first signal is
-/// sent.
-pub fn kill(session: &Arc<Session>, signal: Signal, grace: Duration) -> Result<()> {
+/// sent. The scans of `/proc` for leftovers (a few milliseconds with a few
+/// hundred processes) run on the blocking pool, never on a request worker.
+pub async fn kill(session: &Arc<Session>, signal: Signal, grace: Duration) -> Result<()> {
     let leader_alive = session.exit_status().is_none();
     if leader_alive {
         signal_group(session.pid(), signal)?;
-    } else if signal_leftovers(session, signal) == 0 {
-        return Ok(());
+    } else {
+        let exited = Arc::clone(session);
+        let signalled = tokio::task::spawn_blocking(move || signal_leftovers(&exited, signal))
+            .await
+            .unwrap_or(0);
+        if signalled == 0 {
+            return Ok(());
+        }
     }
     let deadline = tokio::time::Instant::now() + grace;
     let session = Arc::clone(session);
@@ -132,7 +139,11 @@ pub fn kill(session: &Arc<Session>, signal: Signal, grace: Duration) -> Result<(
         if only_group && !group_left() {
             return;
         }
-        let killed = signal_session_members(leader, exited_at, Signal::KILL);
+        let killed = tokio::task::spawn_blocking(move || {
+            signal_session_members(leader, exited_at, Signal::KILL)
+        })
+        .await
+        .unwrap_or(0);
         if killed > 0 {
             tracing::info!(%session_id, killed, ?grace, "the leader is gone; sent SIGKILL to what it left running");
         }

@@ -156,7 +156,7 @@ impl PtyDaemon for DaemonService {
                 .into());
             }
         };
-        kill::kill(&session, signal, grace)?;
+        kill::kill(&session, signal, grace).await?;
         tracing::info!(session_id = %session.id(), signal = signal.as_raw(), ?grace, "kill requested");
         Ok(Response::new(pb::KillResponse {}))
     }
