@@ -260,10 +260,12 @@ impl Session {
         exits: broadcast::Sender<ExitNotice>,
         generation: Generation,
     ) -> Result<(Arc<Self>, impl Future<Output = ()> + Send + 'static)> {
-        let master = register(spawned.master, Interest::READABLE | Interest::WRITABLE)
-            .map_err(|error| Error::io("registering the PTY master", error))?;
-        let pidfd = register(spawned.pidfd, Interest::READABLE)
-            .map_err(|error| Error::io("registering the pidfd", error))?;
+        let registered = register(spawned.master, Interest::READABLE | Interest::WRITABLE)
+            .and_then(|master| Ok((master, register(spawned.pidfd, Interest::READABLE)?)));
+        let (master, pidfd) = registered.map_err(|error| {
+            crate::spawn::end_unwatched(spawned.pid);
+            Error::io("registering the session's terminal and pidfd", error)
+        })?;
         let created_at = SystemTime::now();
         let listing = crate::listing::encode_fixed(
             &id,

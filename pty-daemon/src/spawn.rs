@@ -210,9 +210,7 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
     let pidfd = match rustix::process::pidfd_open(pid, PidfdFlags::NONBLOCK) {
         Ok(pidfd) => pidfd,
         Err(error) => {
-            // Nothing could watch it: end it now rather than leak it.
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
+            end_unwatched(pid);
             return Err(Error::io("opening a pidfd", error));
         }
     };
@@ -231,4 +229,13 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
 fn c_string(text: &str) -> Result<CString> {
     // Validation refuses NULs in argv, env and cwd before they get here.
     CString::new(text).map_err(|_| Error::InvalidArgument(format!("{text:?} contains a NUL byte")))
+}
+
+/// Ends a program just started that nothing could watch (its pidfd or
+/// terminal could not be opened or registered), rather than leave it
+/// running unseen and, once it exits, unreaped. It leads its own process
+/// group, and has had no time to start others of its own.
+pub fn end_unwatched(pid: Pid) {
+    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
 }
