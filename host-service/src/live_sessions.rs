@@ -305,6 +305,12 @@ impl LiveSessionView {
         let mut seen = vec![false; daemon_sessions.len()];
         // Each live session with its place in the daemon's list.
         let mut live = Vec::new();
+        // A session this process is creating is not in the background: its
+        // creation registers it in memory (attached, if it was started with
+        // its stream) once the daemon has answered. Taken before memory is
+        // read: one registered in between is then seen there, and one
+        // registered after is left for the next list.
+        let creating = self.memory.creating();
         let memory_generation = self.memory.visit(|remembered| {
             let Some((index, session)) = view.list.find(&remembered.session_id) else {
                 return;
@@ -347,7 +353,7 @@ impl LiveSessionView {
                 let Some((index, session)) = view.list.find(&row.id) else {
                     continue;
                 };
-                if seen[index] || !session.alive {
+                if seen[index] || !session.alive || creating.contains(&row.id) {
                     continue;
                 }
                 let live_session = LiveSession {
