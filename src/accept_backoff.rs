@@ -1,9 +1,10 @@
 //! Accepting connections without spinning. A listener that cannot accept
-//! (the process is out of descriptors: EMFILE; the system is: ENFILE)
-//! stays readable, and tonic's own accept loop retries at once, so a
-//! service at its descriptor limit burned a whole CPU until one freed.
-//! Here a failure pauses accepting for a moment, and is logged once per
-//! spell rather than once per try.
+//! (the process is out of descriptors: EMFILE; the system is: ENFILE; out
+//! of memory) stays readable, and tonic's own accept loop retries at once,
+//! so a service at its descriptor limit burned a whole CPU until one
+//! freed. Here such a failure pauses accepting for a moment, and is logged
+//! once per spell rather than once per try. A failure of one connection
+//! (aborted before it was accepted) is only skipped.
 
 use std::time::Duration;
 
@@ -28,6 +29,10 @@ impl AcceptBackoff {
                 }
                 Some(connection)
             }
+            Err(error) if !is_resource_shortage(&error) => {
+                tracing::debug!(%error, "a connection failed before it was accepted");
+                None
+            }
             Err(error) => {
                 if !self.failing {
                     tracing::warn!(%error, pause_ms = PAUSE.as_millis(), "accepting a connection failed; pausing between tries until it works");
@@ -38,4 +43,15 @@ impl AcceptBackoff {
             }
         }
     }
+}
+
+/// Whether accepting failed for want of something only time frees, rather
+/// than because of the one connection.
+fn is_resource_shortage(error: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    error.raw_os_error().is_some_and(|raw| {
+        [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM]
+            .iter()
+            .any(|errno| errno.raw_os_error() == raw)
+    })
 }

@@ -678,14 +678,13 @@ async fn closing_a_workspace_while_sessions_start_leaves_none_running() {
 /// comes first. An error from CreateSession means nothing ran.
 #[tokio::test]
 async fn a_create_refused_by_its_row_never_starts_its_program() {
-    use diesel::{Connection, RunQueryDsl, SqliteConnection};
+    use diesel::RunQueryDsl;
 
     let home = HostHome::new();
     // A reaper that would not come by during the test.
     let mut host = home.start(&["--reap-interval-secs", "3600"]).await;
     let workspace = host.create_workspace("closing").await.workspace_id;
-    let mut db = SqliteConnection::establish(home.database().to_str().expect("UTF-8"))
-        .expect("open the database");
+    let mut db = home.open_database();
     diesel::sql_query("UPDATE workspaces SET closed_at = 1 WHERE id = ?")
         .bind::<diesel::sql_types::Text, _>(&workspace)
         .execute(&mut db)

@@ -142,7 +142,7 @@ async fn background_sessions_survive_host_restarts_in_every_list() {
 /// for good, and the reaper left it alone forever.
 #[tokio::test]
 async fn a_create_whose_client_gave_up_still_finishes() {
-    use diesel::{Connection, RunQueryDsl};
+    use diesel::RunQueryDsl;
 
     let home = HostHome::new();
     let mut host = home.start(&["--reap-interval-secs", "1"]).await;
@@ -182,8 +182,7 @@ async fn a_create_whose_client_gave_up_still_finishes() {
         }
     })
     .await;
-    let mut db = diesel::SqliteConnection::establish(home.database().to_str().expect("UTF-8"))
-        .expect("open the database");
+    let mut db = home.open_database();
     diesel::sql_query(
         "UPDATE terminal_sessions SET dispose_requested_at = 1 WHERE workspace_id = ?",
     )
@@ -196,7 +195,7 @@ async fn a_create_whose_client_gave_up_still_finishes() {
 
 #[tokio::test]
 async fn a_session_disposed_while_being_adopted_is_never_listed_again() {
-    use diesel::{Connection, RunQueryDsl};
+    use diesel::RunQueryDsl;
 
     let home = HostHome::new();
     let mut host = home.start(&[]).await;
@@ -246,16 +245,20 @@ async fn a_session_disposed_while_being_adopted_is_never_listed_again() {
                 .await
         }
     });
-    let mut db = diesel::SqliteConnection::establish(home.database().to_str().expect("UTF-8"))
-        .expect("open the database");
+    let mut db = home.open_database();
+    #[derive(diesel::QueryableByName)]
+    struct Stamped {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        stamped: i64,
+    }
     eventually("the dispose to stamp the row", || {
-        let stamped = diesel::sql_query(
-            "UPDATE terminal_sessions SET title = title WHERE id = ? AND dispose_requested_at IS NOT NULL",
+        let rows: Vec<Stamped> = diesel::sql_query(
+            "SELECT COUNT(*) AS stamped FROM terminal_sessions WHERE id = ? AND dispose_requested_at IS NOT NULL",
         )
         .bind::<diesel::sql_types::Text, _>(&session)
-        .execute(&mut db)
+        .load(&mut db)
         .expect("read the row");
-        async move { (stamped == 1).then_some(()) }
+        async move { (rows[0].stamped == 1).then_some(()) }
     })
     .await;
 
@@ -288,7 +291,6 @@ async fn a_session_disposed_while_being_adopted_is_never_listed_again() {
 
 #[tokio::test]
 async fn a_failing_database_degrades_lists_and_a_locked_one_is_unavailable() {
-    use diesel::Connection;
     use diesel::connection::SimpleConnection;
 
     let home = HostHome::new();
@@ -305,8 +307,7 @@ async fn a_failing_database_degrades_lists_and_a_locked_one_is_unavailable() {
     assert!(is_complete(&listed) && ids(&listed) == [session.as_str()]);
 
     // The rows cannot be read: lists answer from memory, and say why.
-    let mut db = diesel::SqliteConnection::establish(home.database().to_str().expect("UTF-8"))
-        .expect("open the database");
+    let mut db = home.open_database();
     db.batch_execute("ALTER TABLE terminal_sessions RENAME TO hidden_sessions")
         .expect("hide the rows");
     let list = host.list(&workspace).await;
@@ -322,8 +323,16 @@ async fn a_failing_database_degrades_lists_and_a_locked_one_is_unavailable() {
     );
     let count = host.count(&workspace, &[]).await;
     assert_eq!(count.source, pb::Source::MemoryOnly as i32);
-    db.batch_execute("ALTER TABLE hidden_sessions RENAME TO terminal_sessions")
-        .expect("show the rows again");
+    // Nor can a workspace not seen before be looked up.
+    db.batch_execute("ALTER TABLE workspaces RENAME TO hidden_workspaces")
+        .expect("hide the workspaces");
+    let unseen = host.list("00000000-0000-4000-8000-000000000000").await;
+    assert_eq!(unseen.source, pb::Source::MemoryOnly as i32);
+    db.batch_execute(
+        "ALTER TABLE hidden_workspaces RENAME TO workspaces; \
+         ALTER TABLE hidden_sessions RENAME TO terminal_sessions",
+    )
+    .expect("show the rows again");
     let list = host.list(&workspace).await;
     assert!(is_complete(&list) && ids(&list) == [session.as_str()]);
 
@@ -502,14 +511,20 @@ async fn a_daemon_whose_socket_directory_was_removed_is_adopted_not_replaced() {
         .await;
     let daemon = home.serving_daemon_pid().await.expect("a daemon serves");
     host.stop(Signal::KILL);
+    // Stopped, it cannot bind its socket again before the next host-service
+    // starts.
+    let stopped_daemon = Pid::from_raw(daemon).expect("pid");
+    rustix::process::kill_process(stopped_daemon, Signal::STOP).expect("SIGSTOP the daemon");
+    stopped(daemon).await;
     // As logind removes $XDG_RUNTIME_DIR at a user's last logout: the
     // socket, its lock file and their directory go; the daemon lives on.
     std::fs::remove_dir_all(home.socket().parent().expect("parent")).expect("remove run/");
 
     // A host-service started before the daemon has bound its socket again
-    // (it looks once a second) must wait for it, not start a second daemon
-    // that would hide the first one's sessions for good.
+    // must wait for it, not start a second daemon that would hide the first
+    // one's sessions for good.
     let host = home.start(&[]).await;
+    rustix::process::kill_process(stopped_daemon, Signal::CONT).expect("SIGCONT the daemon");
     host.list_until("a complete list with the session", &workspace, |list| {
         is_complete(list) && ids(list) == [session.session_id.as_str()]
     })
@@ -586,7 +601,7 @@ async fn the_crash_loop_breaker_stops_relaunching() {
 /// whose creation was acknowledged is listed, and the database is intact.
 #[tokio::test]
 async fn a_crash_during_a_burst_of_creates_loses_nothing_acknowledged() {
-    use diesel::{Connection, RunQueryDsl, SqliteConnection};
+    use diesel::RunQueryDsl;
 
     let home = HostHome::new();
     let mut host = home.start(&[]).await;
@@ -630,8 +645,7 @@ async fn a_crash_during_a_burst_of_creates_loses_nothing_acknowledged() {
         #[diesel(sql_type = diesel::sql_types::Text)]
         integrity_check: String,
     }
-    let mut db = SqliteConnection::establish(home.database().to_str().expect("UTF-8"))
-        .expect("open the database");
+    let mut db = home.open_database();
     let check: Vec<Check> = diesel::sql_query("PRAGMA integrity_check")
         .load(&mut db)
         .expect("integrity_check");

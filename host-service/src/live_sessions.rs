@@ -265,7 +265,7 @@ impl LiveSessionView {
             Ok(view) => view,
             Err(reason) => {
                 tracing::warn!(workspace_id, %reason, "daemon did not answer; listing from memory only");
-                return memory_only(self.memory.snapshot(workspace_id), reason);
+                return self.memory_only(workspace_id, reason);
             }
         };
         // After the daemon answered: a session disposed meanwhile has left
@@ -279,11 +279,7 @@ impl LiveSessionView {
                 Ok(rendered) => rendered,
                 // Which background sessions may be listed only the rows
                 // tell; without them memory is all there is.
-                Err(error) => {
-                    let reason = format!("the database could not be read: {error}");
-                    tracing::warn!(workspace_id, %reason, "listing from memory only");
-                    return memory_only(self.memory.snapshot(workspace_id), reason);
-                }
+                Err(error) => return self.without_rows(workspace_id, &error),
             },
         };
         LiveSessions {
@@ -291,6 +287,18 @@ impl LiveSessionView {
             daemon: Some(view),
             source: Source::Complete,
         }
+    }
+
+    /// The memory view, when the rows cannot be read: which background
+    /// sessions may be listed only they tell.
+    pub fn without_rows(&self, workspace_id: &str, error: &StoreError) -> LiveSessions {
+        let reason = format!("the database could not be read: {error}");
+        tracing::warn!(workspace_id, %reason, "listing from memory only");
+        self.memory_only(workspace_id, reason)
+    }
+
+    fn memory_only(&self, workspace_id: &str, reason: String) -> LiveSessions {
+        memory_only(self.memory.snapshot(workspace_id), reason)
     }
 
     /// Joins memory and, for what memory does not know, the database with

@@ -175,10 +175,11 @@ impl Host {
     async fn live(&self, workspace_id: &str) -> Result<LiveSessions> {
         let workspace_id = validate::id("workspace_id", workspace_id)?;
         if !self.workspaces.exists(workspace_id) {
-            if self.store.workspace(workspace_id).await?.is_none() {
-                return Err(Error::WorkspaceNotFound(workspace_id.to_owned()));
+            match self.store.workspace(workspace_id).await {
+                Ok(Some(_)) => self.workspaces.saw(workspace_id),
+                Ok(None) => return Err(Error::WorkspaceNotFound(workspace_id.to_owned())),
+                Err(error) => return Ok(self.live.without_rows(workspace_id, &error)),
             }
-            self.workspaces.saw(workspace_id);
         }
         Ok(self.live.list_live_sessions(workspace_id).await)
     }

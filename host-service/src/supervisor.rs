@@ -3,7 +3,7 @@
 //! dies, with a crash-loop breaker. Never stops the daemon.
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -45,6 +45,24 @@ enum Probe {
     Unreachable(String),
     /// A process holds the socket but does not answer (e.g. SIGSTOP).
     Unresponsive(String),
+}
+
+/// Why no daemon could be had.
+#[derive(Debug)]
+pub enum NoDaemon {
+    /// One runs for this socket but does not answer (stopped, or its
+    /// socket gone): it is waited for, never replaced.
+    Waiting(String),
+    /// None answers, and none could be started.
+    Failed(String),
+}
+
+impl std::fmt::Display for NoDaemon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Waiting(reason) | Self::Failed(reason) => f.write_str(reason),
+        }
+    }
 }
 
 /// What is known of the daemon.
@@ -159,8 +177,9 @@ impl Supervisor {
             .await;
     }
 
-    /// Reaches a daemon, launching one if none answers. Bounded.
-    pub async fn ensure_daemon(&self) -> Result<daemon::DaemonInfo, String> {
+    /// Reaches a daemon, launching one if none answers and none runs for
+    /// this socket. Bounded.
+    pub async fn ensure_daemon(&self) -> Result<daemon::DaemonInfo, NoDaemon> {
         match self.probe().await {
             Ok(info) => {
                 tracing::info!(socket = %self.socket.display(), pid = info.pid, version = %info.version, "adopted the running pty-daemon");
@@ -171,23 +190,32 @@ impl Supervisor {
             // replace it, and never count its sessions as lost.
             Err(Probe::Unresponsive(reason)) => {
                 self.set_state(DaemonState::Down(reason.clone())).await;
-                return Err(reason);
+                return Err(NoDaemon::Waiting(reason));
             }
             Err(Probe::Unreachable(_)) => {}
         }
-        if let Some(info) = self.rebound_daemon().await {
-            tracing::info!(socket = %self.socket.display(), pid = info.pid, "adopted the running pty-daemon once it bound its socket again");
-            self.adopted(&info).await;
-            return Ok(info);
+        match self.rebound_daemon().await {
+            Ok(Some(info)) => {
+                tracing::info!(socket = %self.socket.display(), pid = info.pid, "adopted the running pty-daemon once it bound its socket again");
+                self.adopted(&info).await;
+                return Ok(info);
+            }
+            Ok(None) => {}
+            Err(reason) => {
+                self.set_state(DaemonState::Down(reason.clone())).await;
+                return Err(NoDaemon::Waiting(reason));
+            }
         }
+        let failed = |reason: String| async move {
+            self.set_state(DaemonState::Down(reason.clone())).await;
+            NoDaemon::Failed(reason)
+        };
         let Some(launcher) = &self.launcher else {
             let reason = format!("no pty-daemon answers at {}", self.socket.display());
-            self.set_state(DaemonState::Down(reason.clone())).await;
-            return Err(reason);
+            return Err(failed(reason).await);
         };
         if let Err(reason) = self.launch(launcher).await {
-            self.set_state(DaemonState::Down(reason.clone())).await;
-            return Err(reason);
+            return Err(failed(reason).await);
         }
         let deadline = Instant::now() + LAUNCH_PATIENCE;
         loop {
@@ -200,9 +228,9 @@ impl Supervisor {
                 Err(Probe::Unreachable(error) | Probe::Unresponsive(error))
                     if Instant::now() > deadline =>
                 {
-                    let reason = format!("a launched pty-daemon did not answer: {error}");
-                    self.set_state(DaemonState::Down(reason.clone())).await;
-                    return Err(reason);
+                    return Err(
+                        failed(format!("a launched pty-daemon did not answer: {error}")).await,
+                    );
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
             }
@@ -224,28 +252,45 @@ impl Supervisor {
     /// logind at a user's last logout) binds it again within a second, but
     /// a host-service started meanwhile finds nothing on the socket. A
     /// second daemon launched then would take the path for good, and the
-    /// first's sessions, running on, would drop out of every list. So if a
-    /// daemon process for this socket exists (found by its command line,
+    /// first's sessions, running on, would drop out of every list. So while
+    /// a daemon process for this socket runs (found by its command line,
     /// `--daemonize --socket <path>`, as this service launches daemons),
-    /// it is given `REBIND_GRACE` to answer.
-    async fn rebound_daemon(&self) -> Option<daemon::DaemonInfo> {
+    /// none is launched: it is given `REBIND_GRACE` to answer, then waited
+    /// for (`Err`). `Ok(None)`: no such process.
+    async fn rebound_daemon(&self) -> Result<Option<daemon::DaemonInfo>, String> {
         let started = Instant::now();
-        while started.elapsed() < REBIND_GRACE {
+        loop {
             let socket = self.socket.clone();
-            let found = tokio::task::spawn_blocking(move || {
-                !proc_stat::daemons_serving(&socket).is_empty()
-            })
-            .await
-            .unwrap_or(false);
-            if !found {
-                return None;
+            let running = tokio::task::spawn_blocking(move || proc_stat::daemons_serving(&socket))
+                .await
+                .unwrap_or_default();
+            if running.is_empty() {
+                return Ok(None);
+            }
+            if started.elapsed() > REBIND_GRACE {
+                return Err(format!(
+                    "a pty-daemon (pid {running:?}) runs for {} but does not answer on it; waiting for it rather than starting a second one",
+                    self.socket.display()
+                ));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
             if let Ok(info) = self.probe().await {
-                return Some(info);
+                return Ok(Some(info));
             }
         }
-        None
+    }
+
+    /// Whether a daemon that was up, and can no longer be reached on its
+    /// socket, is alive nonetheless, and why that is thought.
+    async fn alive_but_unreachable(&self, unreachable_for: Duration) -> Option<&'static str> {
+        let socket = self.socket.clone();
+        tokio::task::spawn_blocking(move || {
+            alive_by_its_lock(listener::lock_state(&socket), unreachable_for, || {
+                !proc_stat::daemons_serving(&socket).is_empty()
+            })
+        })
+        .await
+        .unwrap_or(None)
     }
 
     /// A fresh connection and a `List`, so a dead socket is noticed at once.
@@ -340,7 +385,7 @@ impl Supervisor {
                     // Unreachable is not dead: its sessions are recorded
                     // as lost only once the daemon is known gone.
                     let since = *unreachable_since.get_or_insert_with(Instant::now);
-                    if let Some(alive) = alive_but_unreachable(&self.socket, since.elapsed()) {
+                    if let Some(alive) = self.alive_but_unreachable(since.elapsed()).await {
                         let reason = format!("{alive} ({error})");
                         tracing::warn!(%reason, "waiting for the pty-daemon");
                         self.set_state(DaemonState::Down(reason)).await;
@@ -374,13 +419,17 @@ impl Supervisor {
             }
             match self.ensure_daemon().await {
                 Ok(_) => self.reaper.pass_logged().await,
-                Err(reason) if self.launcher.is_some() => {
+                Err(NoDaemon::Waiting(reason)) => {
+                    tracing::warn!(%reason, "waiting for the pty-daemon");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Err(NoDaemon::Failed(reason)) if self.launcher.is_some() => {
                     tracing::error!(%reason, "relaunching the pty-daemon failed");
                     self.record_crash();
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
                 // Adopt-only: wait for whoever runs the daemon (e.g. systemd).
-                Err(reason) => {
+                Err(NoDaemon::Failed(reason)) => {
                     tracing::debug!(%reason, "waiting for a pty-daemon to adopt");
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
@@ -485,16 +534,20 @@ impl Supervisor {
 /// Whether a daemon that was up, and can no longer be reached on its
 /// socket, is alive nonetheless (and why that is thought), by its lock: a
 /// daemon holds it for as long as it lives. A daemon whose socket was
-/// removed binds it again by itself; the lock file may have gone with it,
-/// so its absence counts as death only after `REBIND_GRACE`.
-fn alive_but_unreachable(socket: &Path, unreachable_for: Duration) -> Option<&'static str> {
-    match listener::lock_state(socket) {
+/// removed binds it again by itself, but the lock file may have gone with
+/// it: then it is alive while `process_runs` finds its process (a
+/// daemonized one, by its command line), and for `REBIND_GRACE` in any case.
+fn alive_by_its_lock(
+    lock: std::io::Result<Lock>,
+    unreachable_for: Duration,
+    process_runs: impl FnOnce() -> bool,
+) -> Option<&'static str> {
+    match lock {
         Ok(Lock::Held) => Some("the pty-daemon holds its lock but does not accept connections"),
         Ok(Lock::Free) => None,
-        Ok(Lock::Absent) | Err(_) if unreachable_for < REBIND_GRACE => Some(
+        Ok(Lock::Absent) | Err(_) => (unreachable_for < REBIND_GRACE || process_runs()).then_some(
             "the pty-daemon's socket and lock file are gone; waiting for it to bind them again",
         ),
-        Ok(Lock::Absent) | Err(_) => None,
     }
 }
 
@@ -506,16 +559,20 @@ mod tests {
     fn only_a_daemon_known_gone_is_dead() {
         let dir = tempfile::tempdir().expect("temp dir");
         let socket = dir.path().join("run").join("ptyd.sock");
+        let alive = |unreachable_for, runs: bool| {
+            alive_by_its_lock(listener::lock_state(&socket), unreachable_for, || runs)
+        };
         let claimed = listener::claim(&socket).expect("claim");
         // Its socket removed: the lock still tells it is alive, however long.
         std::fs::remove_file(&socket).expect("remove the socket");
-        assert!(alive_but_unreachable(&socket, Duration::from_secs(3600)).is_some());
+        assert!(alive(Duration::from_secs(3600), false).is_some());
         // Gone, its lock free.
         drop(claimed);
-        assert_eq!(alive_but_unreachable(&socket, Duration::ZERO), None);
-        // No lock file either: alive for a grace, then dead.
+        assert_eq!(alive(Duration::ZERO, true), None);
+        // No lock file either: alive for a grace, or while its process runs.
         std::fs::remove_dir_all(dir.path().join("run")).expect("remove the directory");
-        assert!(alive_but_unreachable(&socket, Duration::ZERO).is_some());
-        assert_eq!(alive_but_unreachable(&socket, REBIND_GRACE), None);
+        assert!(alive(Duration::ZERO, false).is_some());
+        assert!(alive(Duration::from_secs(3600), true).is_some());
+        assert_eq!(alive(REBIND_GRACE, false), None);
     }
 }

@@ -78,7 +78,10 @@ impl Keeper {
                     self.lost = true;
                 }
             }
-            SocketFile::Missing => match socket.claim_again().and_then(register) {
+            SocketFile::Missing => match socket.claim_again().and_then(|listener| {
+                // Bound but not accepting: removed again, to be retried.
+                register(listener).inspect_err(|_| socket.remove())
+            }) {
                 Ok(listener) => {
                     tracing::warn!(path = %socket.path.display(), "the socket file was removed; bound it again");
                     self.listener = listener;

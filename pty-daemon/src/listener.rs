@@ -26,28 +26,31 @@ pub struct ClaimedSocket {
     lock: File,
 }
 
-/// A file's identity: its device and inode.
+/// A file's identity: its device and inode, and its birth time where the
+/// filesystem keeps one (an inode number freed with a removed socket may
+/// be handed to the next file made there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct FileId {
     dev: u64,
     ino: u64,
+    born: Option<std::time::SystemTime>,
 }
 
 impl FileId {
-    fn of_path(path: &Path) -> std::io::Result<Self> {
-        let metadata = std::fs::symlink_metadata(path)?;
-        Ok(Self {
+    fn of(metadata: &std::fs::Metadata) -> Self {
+        Self {
             dev: metadata.dev(),
             ino: metadata.ino(),
-        })
+            born: metadata.created().ok(),
+        }
+    }
+
+    fn of_path(path: &Path) -> std::io::Result<Self> {
+        std::fs::symlink_metadata(path).map(|metadata| Self::of(&metadata))
     }
 
     fn of_file(file: &File) -> std::io::Result<Self> {
-        let metadata = file.metadata()?;
-        Ok(Self {
-            dev: metadata.dev(),
-            ino: metadata.ino(),
-        })
+        file.metadata().map(|metadata| Self::of(&metadata))
     }
 }
 
@@ -88,14 +91,27 @@ impl ClaimedSocket {
             self.lock = take_lock(&self.path)?;
         }
         let listener = bind_owner_only(&self.path)?;
-        let file = FileId::of_path(&self.path)
-            .map_err(|error| Error::io(format!("reading {}", self.path.display()), error))?;
-        let handle = listener
-            .try_clone()
-            .map_err(|error| Error::io("cloning the listener", error))?;
-        self.listener = listener;
-        self.file = file;
-        Ok(handle)
+        let bound = FileId::of_path(&self.path)
+            .map_err(|error| Error::io(format!("reading {}", self.path.display()), error))
+            .and_then(|file| {
+                let handle = listener
+                    .try_clone()
+                    .map_err(|error| Error::io("cloning the listener", error))?;
+                Ok((file, handle))
+            });
+        match bound {
+            Ok((file, handle)) => {
+                self.listener = listener;
+                self.file = file;
+                Ok(handle)
+            }
+            Err(error) => {
+                // Not left bound with nothing to accept on it: found
+                // missing again, it is bound again at the next look.
+                let _ = std::fs::remove_file(&self.path);
+                Err(error)
+            }
+        }
     }
 
     /// Removes the socket file if it is still ours: a socket another daemon
@@ -145,7 +161,7 @@ pub fn lock_state(socket: &Path) -> std::io::Result<Lock> {
 }
 
 /// Creates the socket's directory (0700), takes the lock, replaces a stale
-/// socket file, and binds with a umask that leaves the socket 0600.
+/// socket file, and binds a socket that is 0600 from the start.
 pub fn claim(path: &Path) -> Result<ClaimedSocket> {
     private_directory(directory_of(path))?;
     let lock = take_lock(path)?;

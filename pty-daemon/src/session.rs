@@ -569,13 +569,16 @@ impl Session {
         let _ = self.exited_at_boot.set(holdfast::proc_stat::since_boot());
         self.state().exit = Some(exit);
         self.generation.bump();
-        self.exited.send_replace(true);
-        self.changes.send_replace(());
-        // No watchers is fine: List still reports the exit.
+        // Broadcast before `exited` wakes anyone: a stopping daemon ends
+        // the exit watches once every session has exited, and each watch
+        // must have had this exit by then. No watchers is fine: List
+        // still reports the exit.
         let _ = exits.send(ExitNotice {
             session_id: self.id.clone(),
             status: exit,
         });
+        self.exited.send_replace(true);
+        self.changes.send_replace(());
     }
 
     /// Waits until no attacher that reading waits for is over half the ring

@@ -35,6 +35,18 @@ impl HostHome {
         self.dir.path().join("data").join("holdfast.db")
     }
 
+    /// A connection to the host-service's database, as another process's
+    /// would be; it waits its turn behind the host-service's writes.
+    pub fn open_database(&self) -> diesel::SqliteConnection {
+        use diesel::Connection;
+        use diesel::connection::SimpleConnection;
+        let mut db = diesel::SqliteConnection::establish(self.database().to_str().expect("UTF-8"))
+            .expect("open the database");
+        db.batch_execute("PRAGMA busy_timeout = 10000")
+            .expect("set a busy timeout");
+        db
+    }
+
     /// Starts a host-service here (it adopts or launches the daemon) and
     /// waits until it serves.
     pub async fn start(&self, extra: &[&str]) -> HostService {
