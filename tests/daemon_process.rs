@@ -305,7 +305,7 @@ async fn a_daemonized_daemon_survives_its_launchers_sigkill() {
     let socket = dir.path().join("ptyd.sock");
     // The launcher starts the daemon, then lingers like a host process would.
     let script = format!(
-        "'{}' --daemonize --socket '{}' && echo launched && exec sleep 1000",
+        "umask 022; '{}' --daemonize --socket '{}' && echo launched && exec sleep 1000",
         binary("pty-daemon").display(),
         socket.display()
     );
@@ -332,6 +332,29 @@ async fn a_daemonized_daemon_survives_its_launchers_sigkill() {
         .expect("the socket accepts once --daemonize returns");
     let session = spawn(&mut client, &["sleep", "1000"]).await;
     let daemon_pid = daemon_pid(&mut client).await;
+    // Its programs get the launcher's umask, as from a terminal.
+    let umask = spawn(
+        &mut client,
+        &["sh", "-c", "echo \"umask $(umask)\"; exec sleep 1000"],
+    )
+    .await;
+    let mut received = Received::default();
+    receive_until(
+        &mut attach(&mut client, &umask.session_id, Some(0)).await,
+        &mut received,
+        |received| {
+            let text = received.text();
+            text.split("umask ")
+                .nth(1)
+                .is_some_and(|rest| rest.contains('\n'))
+        },
+    )
+    .await;
+    assert!(
+        received.text().contains("umask 0022"),
+        "{:?}",
+        received.text()
+    );
 
     // SIGKILL the launcher's whole process group.
     let group = rustix::process::Pid::from_child(&launcher);

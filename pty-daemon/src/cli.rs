@@ -117,9 +117,15 @@ fn detach(log_path: &std::path::Path) -> anyhow::Result<()> {
         .open(log_path)
         .with_context(|| format!("opening log file {}", log_path.display()))?;
     let stderr = log.try_clone().context("duplicating the log file")?;
+    // Programs inherit the daemon's umask, and must get the one they would
+    // from a terminal: the launcher's (daemonize would set 0o027 unless
+    // told). The socket and the log do not depend on it (listener.rs,
+    // the 0600 above). Read by setting it, then put back at once.
+    let launchers = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+    rustix::process::umask(launchers);
     daemonize::Daemonize::new()
         .working_directory("/")
-        .umask(0o077)
+        .umask(launchers.as_raw_mode())
         .stdout(log)
         .stderr(stderr)
         .start()
