@@ -365,11 +365,7 @@ async fn a_daemonized_daemon_survives_its_launchers_sigkill() {
     let mut client = daemon_client::connect(&socket, Duration::from_secs(5))
         .await
         .expect("the daemon is still there");
-    let listed = client
-        .list(pb::ListRequest::default())
-        .await
-        .expect("list")
-        .into_inner();
+    let listed = daemon_list(&mut client).await;
     assert_eq!(listed.daemon.expect("info").pid, daemon_pid);
     let still = listed
         .sessions

@@ -358,13 +358,7 @@ async fn a_failing_database_degrades_lists_and_a_locked_one_is_unavailable() {
     let mut daemon = holdfast::daemon_client::connect(&home.socket(), PATIENCE)
         .await
         .expect("daemon");
-    let running = daemon
-        .list(daemon_pb::ListRequest::default())
-        .await
-        .expect("daemon list")
-        .into_inner()
-        .sessions
-        .len();
+    let running = daemon_list(&mut daemon).await.sessions.len();
     assert_eq!(running, 2, "the refused create started nothing");
 }
 

@@ -159,15 +159,22 @@ impl Host {
         }
     }
 
-    /// Ends a session that started but must never become visible; the
-    /// reaper ends it if this fails (its row is stamped or missing).
-    async fn end_unregistered(&self, session_id: &str) {
+    /// Has the daemon kill a session, with its default signal and grace.
+    /// Every caller has stamped the row first (or has none), so the reaper
+    /// ends the session if this fails.
+    async fn kill(&self, session_id: &str) -> Result<()> {
         let mut client = self.daemon.clone();
         let kill = self.request(daemon::KillRequest {
             session_id: session_id.to_owned(),
             ..Default::default()
         });
-        if let Err(error) = self.daemon_call("kill", client.kill(kill)).await {
+        self.daemon_call("kill", client.kill(kill)).await.map(drop)
+    }
+
+    /// Ends a session that started but must never become visible; the
+    /// reaper ends it if this fails (its row is stamped or missing).
+    async fn end_unregistered(&self, session_id: &str) {
+        if let Err(error) = self.kill(session_id).await {
             tracing::warn!(%session_id, %error, "killing a session that must not be listed failed; the reaper will retry");
         }
     }
@@ -345,16 +352,9 @@ impl Host {
         }
         // Stamped rows are never listed again; killing them is the reaper's
         // job if the daemon cannot be reached now.
-        let kills = stamped.iter().map(|session_id| {
-            let mut client = self.daemon.clone();
-            let request = self.request(daemon::KillRequest {
-                session_id: session_id.clone(),
-                ..Default::default()
-            });
-            async move {
-                if let Err(error) = self.daemon_call("kill", client.kill(request)).await {
-                    tracing::warn!(%session_id, %error, "kill on close failed; the reaper will retry");
-                }
+        let kills = stamped.iter().map(|session_id| async move {
+            if let Err(error) = self.kill(session_id).await {
+                tracing::warn!(%session_id, %error, "kill on close failed; the reaper will retry");
             }
         });
         futures_util::future::join_all(kills).await;
@@ -377,12 +377,7 @@ impl Host {
             .map_err(Error::from)?
             .ok_or_else(|| Error::SessionNotFound(session_id.clone()))?;
         self.memory.remove(&session_id);
-        let mut client = self.daemon.clone();
-        let kill = self.request(daemon::KillRequest {
-            session_id: session_id.clone(),
-            ..Default::default()
-        });
-        match self.daemon_call("kill", client.kill(kill)).await {
+        match self.kill(&session_id).await {
             // The exit, when the daemon reports it, marks the row disposed.
             Ok(_) => {}
             Err(Error::Daemon(status)) if status.code() == tonic::Code::NotFound => {

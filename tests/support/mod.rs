@@ -493,13 +493,19 @@ pub async fn receive_all<M: AttachMessage>(stream: &mut Streaming<M>) -> Receive
     received
 }
 
-/// The pid of the daemon `client` talks to, as it reports it.
-pub async fn daemon_pid(client: &mut DaemonClient) -> u32 {
+/// The daemon's whole list.
+pub async fn daemon_list(client: &mut DaemonClient) -> pb::ListResponse {
     client
         .list(pb::ListRequest::default())
         .await
         .expect("list")
         .into_inner()
+}
+
+/// The pid of the daemon `client` talks to, as it reports it.
+pub async fn daemon_pid(client: &mut DaemonClient) -> u32 {
+    daemon_list(client)
+        .await
         .daemon
         .expect("the daemon identifies itself")
         .pid
@@ -507,11 +513,8 @@ pub async fn daemon_pid(client: &mut DaemonClient) -> u32 {
 
 /// The daemon's view of one session.
 pub async fn find(client: &mut DaemonClient, session_id: &str) -> Option<pb::Session> {
-    client
-        .list(pb::ListRequest::default())
+    daemon_list(client)
         .await
-        .expect("list")
-        .into_inner()
         .sessions
         .into_iter()
         .find(|session| session.session_id == session_id)
