@@ -388,6 +388,72 @@ async fn a_daemonized_daemon_survives_its_launchers_sigkill() {
     .await;
 }
 
+/// A detached daemon, stopped (SIGTERM) when dropped.
+struct Detached(rustix::process::Pid);
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        let _ = rustix::process::kill_process(self.0, rustix::process::Signal::TERM);
+    }
+}
+
+#[tokio::test]
+async fn a_detached_daemons_log_removed_with_its_directory_is_opened_again() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = dir.path().join("run");
+    let socket = run.join("ptyd.sock");
+    let log = run.join("ptyd.log");
+    let launched = Command::new(binary("pty-daemon"))
+        .arg("--daemonize")
+        .arg("--socket")
+        .arg(&socket)
+        .stdin(Stdio::null())
+        .status()
+        .expect("launch");
+    assert!(launched.success(), "{launched}");
+    let mut client = daemon_client::connect(&socket, Duration::from_secs(5))
+        .await
+        .expect("connect");
+    let pid = daemon_pid(&mut client).await;
+    let daemon = Detached(rustix::process::Pid::from_raw(pid as i32).expect("pid"));
+    assert!(log.exists());
+
+    // As logind removes $XDG_RUNTIME_DIR at a user's last logout.
+    std::fs::remove_dir_all(&run).expect("remove the directory");
+    let text = eventually("the log file to be back, telling what happened", || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        async move { text.contains("bound it again").then_some(text) }
+    })
+    .await;
+    assert!(text.contains("logging to a new one"), "{text}");
+    assert_eq!(mode(&log), 0o600);
+
+    // Rotated away (logrotate's `create`): a new file at the path is
+    // written to, not the one moved aside.
+    let rotated = dir.path().join("ptyd.log.1");
+    std::fs::rename(&log, &rotated).expect("rotate");
+    std::fs::write(&log, "").expect("create");
+    eventually("the daemon to log into the new file", || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        async move { text.contains("logging to a new one").then_some(()) }
+    })
+    .await;
+    rustix::process::kill_process(daemon.0, rustix::process::Signal::TERM).expect("stop");
+    process_gone(pid).await;
+    assert!(
+        std::fs::read_to_string(&log)
+            .expect("log")
+            .contains("stopped"),
+        "the stop is logged in the new file: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert!(
+        !std::fs::read_to_string(&rotated)
+            .expect("rotated log")
+            .contains("pty-daemon stopped")
+    );
+}
+
 #[tokio::test]
 async fn health_and_reflection_are_served() {
     let daemon = Daemon::start().await;

@@ -109,18 +109,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// Double-forks into a new session with stdio on the log file. Runs before
 /// the runtime starts: forking a multi-threaded process is unsafe.
 fn detach(log_path: &std::path::Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(log_path)
+    let log = crate::log_file::open(log_path)
         .with_context(|| format!("opening log file {}", log_path.display()))?;
     let stderr = log.try_clone().context("duplicating the log file")?;
     // Programs inherit the daemon's umask, and must get the one they would
     // from a terminal: the launcher's (daemonize would set 0o027 unless
     // told). The socket and the log do not depend on it (listener.rs,
-    // the 0600 above). Read by setting it, then put back at once.
+    // log_file.rs: both are 0600 as made). Read by setting it, then put
+    // back at once.
     let launchers = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     rustix::process::umask(launchers);
     daemonize::Daemonize::new()

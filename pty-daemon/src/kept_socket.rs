@@ -5,7 +5,8 @@
 //! serve no new client while its sessions run on, and the next host-service
 //! would start a second daemon beside it. So the path is looked at every
 //! second and, when its file is gone, bound again (tmux does this on
-//! SIGUSR1; here nobody has to ask). Accepting pauses after a failure
+//! SIGUSR1; here nobody has to ask), and so is the log file's
+//! (`log_file.rs`). Accepting pauses after a failure
 //! (`holdfast::accept_backoff`).
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -62,7 +63,10 @@ impl Keeper {
                         return connection;
                     }
                 }
-                _ = self.check.tick() => self.keep(),
+                _ = self.check.tick() => {
+                    self.keep();
+                    crate::log_file::keep();
+                }
             }
         }
     }
@@ -83,6 +87,9 @@ impl Keeper {
                 register(listener).inspect_err(|_| socket.remove())
             }) {
                 Ok(listener) => {
+                    // Its directory may have gone with it: the log first,
+                    // so this reaches a file one can read.
+                    crate::log_file::keep();
                     tracing::warn!(path = %socket.path.display(), "the socket file was removed; bound it again");
                     self.listener = listener;
                     self.lost = false;

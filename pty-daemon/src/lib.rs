@@ -5,11 +5,13 @@
 pub mod api;
 pub mod cli;
 pub mod error;
+pub mod file_id;
 pub mod generation;
 pub mod kept_socket;
 pub mod kill;
 pub mod listener;
 pub mod listing;
+pub mod log_file;
 pub mod peer_auth;
 pub mod posix_spawn;
 pub mod registry;

@@ -12,6 +12,7 @@ use rustix::fs::Mode;
 use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 
 use crate::error::{Error, Result};
+use crate::file_id::FileId;
 
 /// A bound, listening socket and the lock that makes it ours.
 #[derive(Debug)]
@@ -24,34 +25,6 @@ pub struct ClaimedSocket {
     file: FileId,
     /// Held for the daemon's lifetime; the kernel drops it when we die.
     lock: File,
-}
-
-/// A file's identity: its device and inode, and its birth time where the
-/// filesystem keeps one (an inode number freed with a removed socket may
-/// be handed to the next file made there).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileId {
-    dev: u64,
-    ino: u64,
-    born: Option<std::time::SystemTime>,
-}
-
-impl FileId {
-    fn of(metadata: &std::fs::Metadata) -> Self {
-        Self {
-            dev: metadata.dev(),
-            ino: metadata.ino(),
-            born: metadata.created().ok(),
-        }
-    }
-
-    fn of_path(path: &Path) -> std::io::Result<Self> {
-        std::fs::symlink_metadata(path).map(|metadata| Self::of(&metadata))
-    }
-
-    fn of_file(file: &File) -> std::io::Result<Self> {
-        file.metadata().map(|metadata| Self::of(&metadata))
-    }
 }
 
 /// What is at the socket's path now.
