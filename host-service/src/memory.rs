@@ -228,12 +228,23 @@ impl Memory {
         inner.generation
     }
 
-    /// Counts an attach stream until the returned guard is dropped.
+    /// Counts an attach stream until the returned guard is dropped. A
+    /// session not registered (its adoption failed) is not counted, and
+    /// the guard then uncounts nothing, even should the session be
+    /// registered before it is dropped.
     pub fn attach(self: &Arc<Self>, session_id: &str) -> AttachGuard {
-        if let Some(session) = self.inner().sessions_mut().get_mut(session_id) {
-            session.attachments += 1;
+        let counted = match self.inner().sessions_mut().get_mut(session_id) {
+            Some(session) => {
+                session.attachments += 1;
+                true
+            }
+            None => false,
+        };
+        AttachGuard {
+            memory: Arc::clone(self),
+            session_id: session_id.to_owned(),
+            counted,
         }
-        self.attachment(session_id)
     }
 
     /// Takes over an attachment already counted: that of a session
@@ -243,6 +254,7 @@ impl Memory {
         AttachGuard {
             memory: Arc::clone(self),
             session_id: session_id.to_owned(),
+            counted: true,
         }
     }
 }
@@ -291,10 +303,15 @@ impl Drop for Adoption {
 pub struct AttachGuard {
     memory: Arc<Memory>,
     session_id: String,
+    /// Whether the attachment was counted, so is to be uncounted.
+    counted: bool,
 }
 
 impl Drop for AttachGuard {
     fn drop(&mut self) {
+        if !self.counted {
+            return;
+        }
         let mut inner = self.memory.inner();
         let sessions = inner.sessions_mut();
         if let Some(session) = sessions.get_mut(&self.session_id) {
@@ -442,6 +459,24 @@ mod tests {
         drop(first);
         assert_eq!(memory.snapshot("w")[0].attachments, 1);
         drop(second);
+        assert_eq!(memory.snapshot("w")[0].attachments, 0);
+    }
+
+    #[test]
+    fn a_stream_opened_before_its_session_was_adopted_uncounts_nothing() {
+        let memory = Arc::new(Memory::default());
+        // Its adoption failed (the daemon's answer late): not counted.
+        let early = memory.attach("a");
+        // A later write adopts it; another client attaches.
+        adopt(&memory, "a");
+        let counted = memory.attach("a");
+        drop(early);
+        assert_eq!(
+            memory.snapshot("w")[0].attachments,
+            1,
+            "still attached, so never listed as in the background"
+        );
+        drop(counted);
         assert_eq!(memory.snapshot("w")[0].attachments, 0);
     }
 }
