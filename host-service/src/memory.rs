@@ -52,32 +52,52 @@ impl MemorySession {
 struct Inner {
     /// Live sessions, and exited ones while something is still attached.
     sessions: HashMap<String, MemorySession>,
-    /// Sessions whose creation is under way: rowed but maybe not yet spawned.
-    creating: HashSet<String>,
-    /// Sessions that exited before their creation finished registering.
-    exited_while_creating: HashSet<String>,
-    /// Sessions whose rows were stamped (disposed, workspace closed) before
-    /// their creation finished registering.
-    stamped_while_creating: HashSet<String>,
-    /// Sessions being adopted after a restart, with what befell them
-    /// meanwhile.
-    adopting: HashMap<String, Adoptions>,
+    /// Sessions on their way into `sessions`, by a creation or by an
+    /// adoption, with what befell them meanwhile.
+    pending: HashMap<String, Pending>,
     /// Counts changes to `sessions`, so a list made from them can tell
     /// whether it still holds.
     generation: u64,
 }
 
-/// The adoptions of one session under way.
-#[derive(Default)]
-struct Adoptions {
-    /// How many.
-    under_way: u32,
-    /// Whether its row was stamped (disposed, workspace closed) since the
-    /// first began.
+/// The registrations of one session under way: its creation (rowed but
+/// maybe not yet spawned), or its adoptions after a restart (one per
+/// request that found it restored). What befalls the session meanwhile
+/// cannot touch `sessions`, which does not hold it yet, so it is noted
+/// here, and decides whether it may be registered.
+#[derive(Debug, Clone, Copy, Default)]
+struct Pending {
+    /// Whether its creation is under way.
+    creating: bool,
+    /// How many adoptions of it are under way.
+    adoptions: u32,
+    /// Its row was stamped (disposed, workspace closed): it must never be
+    /// registered.
     stamped: bool,
+    /// It exited: registered, it would be listed alive.
+    exited: bool,
+}
+
+impl Pending {
+    /// Whether the session may be registered now.
+    fn may_register(&self) -> bool {
+        !self.stamped && !self.exited
+    }
 }
 
 impl Inner {
+    /// Ends one registration of a pending session; forgets what befell it
+    /// once none is left. Returns what befell it.
+    fn settle(&mut self, session_id: &str, end: impl FnOnce(&mut Pending)) -> Option<Pending> {
+        let pending = self.pending.get_mut(session_id)?;
+        end(pending);
+        let settled = *pending;
+        if !pending.creating && pending.adoptions == 0 {
+            self.pending.remove(session_id);
+        }
+        Some(settled)
+    }
+
     /// `sessions`, for a change.
     fn sessions_mut(&mut self) -> &mut HashMap<String, MemorySession> {
         self.generation += 1;
@@ -101,7 +121,11 @@ impl Memory {
     /// Notes that a session is being created, so the reaper leaves its row
     /// and daemon session alone until it is registered.
     pub fn begin_create(&self, session_id: &str) {
-        self.inner().creating.insert(session_id.to_owned());
+        self.inner()
+            .pending
+            .entry(session_id.to_owned())
+            .or_default()
+            .creating = true;
     }
 
     /// Ends a creation started with `begin_create`, registering the
@@ -110,12 +134,13 @@ impl Memory {
     /// and must never become visible.
     pub fn finish_create(&self, session_id: &str, session: Option<MemorySession>) -> bool {
         let mut inner = self.inner();
-        inner.creating.remove(session_id);
-        let exited = inner.exited_while_creating.remove(session_id);
-        if inner.stamped_while_creating.remove(session_id) {
+        let settled = inner
+            .settle(session_id, |pending| pending.creating = false)
+            .unwrap_or_default();
+        if settled.stamped {
             return false;
         }
-        if let Some(session) = session.filter(|_| !exited) {
+        if let Some(session) = session.filter(|_| settled.may_register()) {
             inner
                 .sessions_mut()
                 .insert(session.session_id.clone(), session);
@@ -125,12 +150,20 @@ impl Memory {
 
     /// The sessions whose creation is under way now.
     pub fn creating(&self) -> HashSet<String> {
-        self.inner().creating.clone()
+        self.inner()
+            .pending
+            .iter()
+            .filter(|(_, pending)| pending.creating)
+            .map(|(session_id, _)| session_id.clone())
+            .collect()
     }
 
     /// Whether a creation of this session is under way.
     pub fn is_creating(&self, session_id: &str) -> bool {
-        self.inner().creating.contains(session_id)
+        self.inner()
+            .pending
+            .get(session_id)
+            .is_some_and(|pending| pending.creating)
     }
 
     /// Begins adopting a session restored after a restart: taken before
@@ -139,10 +172,10 @@ impl Memory {
     /// [`Adoption::register`]).
     pub fn begin_adopt(self: &Arc<Self>, session_id: &str) -> Adoption {
         self.inner()
-            .adopting
+            .pending
             .entry(session_id.to_owned())
             .or_default()
-            .under_way += 1;
+            .adoptions += 1;
         Adoption {
             memory: Arc::clone(self),
             session_id: session_id.to_owned(),
@@ -166,11 +199,8 @@ impl Memory {
     /// [`Memory::finish_create`] is the order that keeps it hidden.
     pub fn remove(&self, session_id: &str) -> Option<MemorySession> {
         let mut inner = self.inner();
-        if inner.creating.contains(session_id) {
-            inner.stamped_while_creating.insert(session_id.to_owned());
-        }
-        if let Some(adoptions) = inner.adopting.get_mut(session_id) {
-            adoptions.stamped = true;
+        if let Some(pending) = inner.pending.get_mut(session_id) {
+            pending.stamped = true;
         }
         inner.sessions_mut().remove(session_id)
     }
@@ -190,8 +220,8 @@ impl Memory {
     /// memory holds live sessions only, however long the process runs.
     pub fn mark_exited(&self, session_id: &str, code: Option<i32>, signal: Option<i32>) {
         let mut inner = self.inner();
-        if inner.creating.contains(session_id) {
-            inner.exited_while_creating.insert(session_id.to_owned());
+        if let Some(pending) = inner.pending.get_mut(session_id) {
+            pending.exited = true;
         }
         let sessions = inner.sessions_mut();
         if let Some(session) = sessions.get_mut(session_id) {
@@ -267,15 +297,16 @@ pub struct Adoption {
 }
 
 impl Adoption {
-    /// Registers the session, unless it is already known or its row was
-    /// stamped since the adoption began (then it stays out of memory, and
-    /// so out of every list). Whether it is registered now.
+    /// Registers the session, unless it is already known, or its row was
+    /// stamped or it exited since the adoption began (then it stays out of
+    /// memory: out of every list, or listed alive although it is not).
+    /// Whether it is registered now.
     pub fn register(self, session: MemorySession) -> bool {
         let mut inner = self.memory.inner();
-        if inner
-            .adopting
+        if !inner
+            .pending
             .get(&self.session_id)
-            .is_some_and(|adoptions| adoptions.stamped)
+            .is_none_or(Pending::may_register)
         {
             return false;
         }
@@ -289,13 +320,9 @@ impl Adoption {
 
 impl Drop for Adoption {
     fn drop(&mut self) {
-        let mut inner = self.memory.inner();
-        if let Some(adoptions) = inner.adopting.get_mut(&self.session_id) {
-            adoptions.under_way -= 1;
-            if adoptions.under_way == 0 {
-                inner.adopting.remove(&self.session_id);
-            }
-        }
+        self.memory.inner().settle(&self.session_id, |pending| {
+            pending.adoptions = pending.adoptions.saturating_sub(1);
+        });
     }
 }
 
@@ -361,7 +388,7 @@ mod tests {
         // would refuse a stamped session) is registered.
         adopt(&memory, "disposed");
         assert!(memory.contains("disposed"));
-        assert!(memory.inner().adopting.is_empty(), "nothing left behind");
+        assert!(memory.inner().pending.is_empty(), "nothing left behind");
     }
 
     #[test]
@@ -376,6 +403,18 @@ mod tests {
         assert!(memory.contains("b"), "kept while its stream is open");
         drop(attached);
         assert!(!memory.contains("b"));
+    }
+
+    #[test]
+    fn a_session_that_exits_while_being_adopted_is_never_registered() {
+        let memory = Arc::new(Memory::default());
+        let adoption = memory.begin_adopt("s");
+        // Its exit, reported after the daemon's answer said it was alive.
+        memory.mark_exited("s", Some(0), None);
+        assert!(!adoption.register(session("s")));
+        assert!(!memory.contains("s"));
+        // Forgotten once settled: a later adoption is judged afresh.
+        adopt(&memory, "s");
     }
 
     #[test]

@@ -214,7 +214,7 @@ impl Host {
     }
 
     /// Registers a restored session in memory, with what the daemon says of
-    /// it, unless it was disposed meanwhile.
+    /// it, unless it was disposed or exited meanwhile.
     async fn adopt(&self, (row, adoption): (SessionRow, Adoption)) {
         if row.status() != RowStatus::Active {
             return;
@@ -255,7 +255,7 @@ impl Host {
         if registered {
             tracing::info!(%session_id, "adopted a restored session");
         } else {
-            tracing::info!(%session_id, "not adopting a restored session disposed meanwhile");
+            tracing::info!(%session_id, "not adopting a restored session disposed or exited meanwhile");
         }
     }
 
