@@ -172,6 +172,21 @@ async fn new_attach_with_input_at_its_end_shows_all_output_and_the_exit() {
     assert!(stderr.contains("exited with code 5"), "{stderr}");
 }
 
+/// A session ended by a signal: the command's status is 128 plus the
+/// signal, as a shell gives.
+#[tokio::test]
+async fn new_attach_exits_as_a_shell_would_for_a_signal() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let output = holdfast(
+        &host.address,
+        &["new", "--attach", "--", "sh", "-c", "kill -KILL $$"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(128 + 9), "{stderr}");
+    assert!(stderr.contains("ended by signal 9"), "{stderr}");
+}
+
 /// Runs `holdfast attach` inside a real PTY (a session of the same host),
 /// types into it, and reads its screen.
 #[tokio::test]

@@ -862,6 +862,19 @@ async fn grpc_web_answers_local_pages_and_health_reports_the_daemon() {
         local.contains("grpc-status:0"),
         "the trailer frame reports success: {local}"
     );
+    // A page sending the token asks first; `authorization` must be named
+    // in the answer (a wildcard does not cover it).
+    let preflight = grpc_web_preflight(
+        &host.address,
+        "http://localhost:5173",
+        "authorization,content-type,x-grpc-web",
+    )
+    .await;
+    let allowed = preflight
+        .lines()
+        .find_map(|line| line.strip_prefix("access-control-allow-headers:"))
+        .unwrap_or_default();
+    assert!(allowed.contains("authorization"), "{preflight}");
     let foreign = grpc_web_call(&host.address, None, "http://evil.example").await;
     assert!(
         !foreign.contains("access-control-allow-origin"),

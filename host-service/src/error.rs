@@ -67,6 +67,7 @@ impl Error {
                     | tonic::Code::NotFound
                     | tonic::Code::AlreadyExists
                     | tonic::Code::FailedPrecondition
+                    | tonic::Code::ResourceExhausted
                     | tonic::Code::Unimplemented
             ),
             _ => false,
@@ -89,6 +90,12 @@ impl From<Error> for tonic::Status {
                 | tonic::Code::NotFound
                 | tonic::Code::FailedPrecondition
                 | tonic::Code::AlreadyExists => Self::new(status.code(), message),
+                // Process or memory limits: the daemon is fine, and a
+                // retry later may work.
+                tonic::Code::ResourceExhausted => {
+                    tracing::warn!(%message, "the pty-daemon could not start a program now");
+                    Self::resource_exhausted(message)
+                }
                 code => {
                     tracing::error!(?code, %message, "the pty-daemon failed a request");
                     Self::internal(format!("the pty-daemon failed: {message}"))
@@ -103,5 +110,29 @@ impl From<Error> for tonic::Status {
                 Self::internal(message)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_daemons_verdicts_keep_their_codes_and_its_failures_are_internal() {
+        for code in [
+            tonic::Code::InvalidArgument,
+            tonic::Code::NotFound,
+            tonic::Code::FailedPrecondition,
+            tonic::Code::AlreadyExists,
+            tonic::Code::ResourceExhausted,
+        ] {
+            let status = tonic::Status::from(Error::from_daemon(tonic::Status::new(code, "m")));
+            assert_eq!(status.code(), code);
+            assert!(status.message().contains('m'));
+        }
+        let failed = tonic::Status::from(Error::from_daemon(tonic::Status::internal("m")));
+        assert_eq!(failed.code(), tonic::Code::Internal);
+        let gone = tonic::Status::from(Error::from_daemon(tonic::Status::unavailable("m")));
+        assert_eq!(gone.code(), tonic::Code::Unavailable);
     }
 }

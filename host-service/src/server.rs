@@ -6,7 +6,7 @@ use std::time::Duration;
 use holdfast::accept_backoff::AcceptBackoff;
 use http::HeaderValue;
 use tokio::net::{TcpListener, TcpStream};
-use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 use crate::access::Policy;
 use crate::api::status_service_server::StatusServiceServer;
@@ -90,7 +90,10 @@ fn cors(extra_origins: Vec<String>) -> CorsLayer {
     CorsLayer::new()
         .allow_origin(AllowOrigin::predicate(allowed))
         .allow_methods([http::Method::POST, http::Method::OPTIONS])
-        .allow_headers(tower_http::cors::Any)
+        // The headers the page asks for, named: a wildcard would not cover
+        // `authorization` (the Fetch standard), so a page could not send
+        // the token; grpc-web metadata are headers of any name.
+        .allow_headers(AllowHeaders::mirror_request())
         .expose_headers(
             ["grpc-status", "grpc-message", "grpc-status-details-bin"]
                 .map(http::HeaderName::from_static),

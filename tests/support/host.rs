@@ -381,3 +381,22 @@ pub async fn grpc_web_call(address: &str, host: Option<&str>, origin: &str) -> S
         .expect("read");
     String::from_utf8_lossy(&response).to_ascii_lowercase()
 }
+
+/// A browser's CORS preflight for a grpc-web call from `origin` that sends
+/// `headers`; the response head, lower case.
+pub async fn grpc_web_preflight(address: &str, origin: &str, headers: &str) -> String {
+    let authority = address.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(authority)
+        .await
+        .expect("connect");
+    let head = format!(
+        "OPTIONS /holdfast.host.v1.WorkspaceService/ListWorkspaces HTTP/1.1\r\nHost: {authority}\r\nOrigin: {origin}\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: {headers}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.expect("write");
+    let mut response = Vec::new();
+    tokio::time::timeout(super::PATIENCE, stream.read_to_end(&mut response))
+        .await
+        .expect("in time")
+        .expect("read");
+    String::from_utf8_lossy(&response).to_ascii_lowercase()
+}

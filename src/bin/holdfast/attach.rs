@@ -186,9 +186,7 @@ async fn relay(
                 }
                 (None, None) => eprintln!("\r\n[holdfast: session ended]"),
             }
-            exited
-                .exit_code
-                .map_or(1, |code| u8::try_from(code).unwrap_or(1))
+            exit_status(exited.exit_code, exited.signal)
         }
         Ending::Detached => {
             eprintln!("\r\n[holdfast: detached from {session_id}; it keeps running]");
@@ -285,4 +283,14 @@ async fn resize_to_terminal(clients: &mut Clients, session_id: &str) {
             rows,
         })
         .await;
+}
+
+/// The CLI's exit status for a session's ending, as a shell gives for a
+/// command: its code, or 128 plus the signal that ended it.
+fn exit_status(code: Option<i32>, signal: Option<i32>) -> u8 {
+    match (code, signal) {
+        (Some(code), _) => u8::try_from(code).unwrap_or(1),
+        (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
+        (None, None) => 1,
+    }
 }
