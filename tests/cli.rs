@@ -295,6 +295,63 @@ async fn attach_replays_forwards_keys_follows_resizes_and_detaches() {
     receive_host_text(&mut screen, "session exited with code 0").await;
 }
 
+/// The host-service restarting under an attached `holdfast attach` (an
+/// update, a crash): the CLI attaches again from where its output stopped,
+/// nothing shown twice, and keys typed meanwhile still reach the session.
+#[tokio::test]
+async fn attach_goes_on_across_a_host_service_restart() {
+    let home = HostHome::new();
+    let listen = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|probe| probe.local_addr())
+        .expect("a free port")
+        .to_string();
+    let mut host = home.start_listening(&listen, &[]).await;
+    let workspace = host.create_workspace("restart").await.workspace_id;
+    let target = host
+        .create_session(session_request(
+            &workspace,
+            &["sh", "-c", "echo before-restart; exec cat"],
+        ))
+        .await;
+    let cli = binary("holdfast");
+    let viewer = host
+        .create_session(session_request(
+            &workspace,
+            &[
+                cli.to_str().expect("utf-8 path"),
+                "--addr",
+                &host.address,
+                "attach",
+                &target.session_id,
+            ],
+        ))
+        .await;
+    let mut screen = host.attach(&viewer.session_id, None).await;
+    receive_host_text(&mut screen, "before-restart").await;
+
+    // A crash: the CLI's streams break mid-session.
+    host.stop(rustix::process::Signal::KILL);
+    let mut host = home.start_listening(&listen, &[]).await;
+    host.write_input(&viewer.session_id, "after\r").await;
+    let mut screen = host.attach(&viewer.session_id, None).await;
+    let shown = receive_host_text(&mut screen, "after\r\nafter\r\n").await;
+    assert_eq!(
+        shown.matches("before-restart").count(),
+        1,
+        "attached again from where the output stopped: {shown:?}"
+    );
+    assert!(!shown.contains("[holdfast:"), "{shown:?}");
+
+    // An update: stopped in good order, then started again.
+    host.stop(rustix::process::Signal::TERM);
+    let host = home.start_listening(&listen, &[]).await;
+    host.write_input(&viewer.session_id, "again\r").await;
+    let mut screen = host.attach(&viewer.session_id, None).await;
+    let shown = receive_host_text(&mut screen, "again\r\nagain\r\n").await;
+    assert_eq!(shown.matches("before-restart").count(), 1, "{shown:?}");
+    assert_eq!(shown.matches("after").count(), 2, "{shown:?}");
+}
+
 /// `holdfast new --attach` in a terminal: the program starts at the
 /// terminal's size, its output shows from the first byte, keys reach it,
 /// and its exit ends the command.

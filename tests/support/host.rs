@@ -55,6 +55,16 @@ impl HostHome {
 
     /// [`HostHome::start`] with extra environment variables.
     pub async fn start_with_env(&self, extra: &[&str], env: &[(&str, &str)]) -> HostService {
+        self.launch("127.0.0.1:0", extra, env).await
+    }
+
+    /// [`HostHome::start`] on a given address (to start one again where
+    /// its clients know to find it).
+    pub async fn start_listening(&self, listen: &str, extra: &[&str]) -> HostService {
+        self.launch(listen, extra, &[]).await
+    }
+
+    async fn launch(&self, listen: &str, extra: &[&str], env: &[(&str, &str)]) -> HostService {
         let log = self.dir.path().join(format!(
             "host-{}.log",
             std::time::SystemTime::now()
@@ -63,7 +73,7 @@ impl HostHome {
                 .as_nanos()
         ));
         let child = Command::new(binary("host-service"))
-            .args(["--listen", "127.0.0.1:0", "--daemon-socket"])
+            .args(["--listen", listen, "--daemon-socket"])
             .arg(self.socket())
             .arg("--database-url")
             .arg(self.database())

@@ -1,9 +1,14 @@
 //! `holdfast attach`: a terminal client like `tmux attach`. Raw mode,
 //! scrollback replayed first, then live output; keystrokes go to the
 //! session; the window size follows SIGWINCH; Ctrl-] detaches and leaves
-//! the session running. The terminal is restored on every way out.
+//! the session running. The terminal is restored on every way out. When
+//! the host-service goes away under it (an update, a crash), it attaches
+//! again from where the output stopped once the host-service is back: the
+//! session runs on under the daemon meanwhile.
 
 use std::io::{IsTerminal, Write};
+use std::pin::Pin;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures_util::{Stream, StreamExt};
@@ -17,6 +22,16 @@ use crate::{Clients, refused};
 
 /// Ctrl-]: the byte that detaches, as in telnet.
 pub const DETACH_KEY: u8 = 0x1d;
+
+/// How long a lost attachment is tried again before giving up: well over
+/// what a host-service takes to start again after an update or a crash.
+const REATTACH_PATIENCE: Duration = Duration::from_secs(30);
+
+/// The longest pause between two tries.
+const REATTACH_PAUSE_MAX: Duration = Duration::from_secs(1);
+
+/// A session's events, from whichever call opened them.
+type Events = Pin<Box<dyn Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>> + Send>>;
 
 /// Puts the terminal in raw mode until dropped (on return, error or panic).
 struct RawMode {
@@ -49,7 +64,9 @@ impl Drop for RawMode {
 enum Ending {
     Exited(pb::Exited),
     Detached,
-    StreamEnded,
+    /// The host-service did not come back in time, or refused to attach
+    /// again (the session disposed meanwhile, say).
+    Lost(tonic::Status),
 }
 
 /// Attaches to `session_id` until it exits or the user detaches; returns
@@ -123,57 +140,71 @@ async fn relay(
     session_id: String,
     raw: Option<RawMode>,
     mut window_changes: Signal,
-    events: impl Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>>,
+    events: impl Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>> + Send + 'static,
 ) -> anyhow::Result<u8> {
-    let mut stream = std::pin::pin!(events);
-    let mut terminate = signal(SignalKind::terminate()).context("watching SIGTERM")?;
-    let mut hangup = signal(SignalKind::hangup()).context("watching SIGHUP")?;
-    let mut stdin = tokio::io::stdin();
+    let mut stream: Events = Box::pin(events);
+    let mut ends = Ends::watch()?;
+    let mut keyboard = Keyboard::default();
     let mut stdout = std::io::stdout();
-    let mut keys = [0u8; 4096];
-    // Input that is not a terminal (a file, a pipe, /dev/null) may end long
-    // before the program does: the output is still shown to the end.
-    let mut stdin_open = true;
     let mut typing = Typing::NotYet;
+    // Where the output shown so far ends, to attach again from there.
+    let mut shown_to: Option<u64> = None;
     let ending = loop {
         tokio::select! {
-            message = stream.next() => match message.transpose() {
-                Ok(Some(message)) => match message.event {
-                    Some(pb::attach_session_response::Event::Output(output)) => {
-                        stdout.write_all(&output.data)?;
-                        stdout.flush()?;
+            message = stream.next() => {
+                let lost = match message {
+                    Some(Ok(message)) => match message.event {
+                        Some(pb::attach_session_response::Event::Output(output)) => {
+                            shown_to = Some(output.offset + output.data.len() as u64);
+                            stdout.write_all(&output.data)?;
+                            stdout.flush()?;
+                            continue;
+                        }
+                        Some(pb::attach_session_response::Event::Truncated(gap)) => {
+                            shown_to = Some(gap.to_offset);
+                            write!(stdout, "\r\n[holdfast: {} bytes of earlier output are no longer held]\r\n", gap.to_offset - gap.from_offset)?;
+                            continue;
+                        }
+                        Some(pb::attach_session_response::Event::Exited(exited)) => break Ending::Exited(exited),
+                        Some(pb::attach_session_response::Event::Title(_)) | None => continue,
+                    },
+                    Some(Err(status)) if is_verdict(&status) => {
+                        drop(raw);
+                        return Err(refused(status).context("the attach stream failed"));
                     }
-                    Some(pb::attach_session_response::Event::Truncated(gap)) => {
-                        write!(stdout, "\r\n[holdfast: {} bytes of earlier output are no longer held]\r\n", gap.to_offset - gap.from_offset)?;
+                    Some(Err(status)) => status.message().to_owned(),
+                    None => "the host-service ended the stream".to_owned(),
+                };
+                // The host-service went away (an update, a crash): the
+                // session runs on under the daemon.
+                tracing::debug!(%lost, "attaching again");
+                match reattach(clients, &session_id, shown_to, &mut keyboard, &mut ends).await? {
+                    Reattached::Events(events) => {
+                        stream = events;
+                        typing = Typing::NotYet;
+                        resize_to_terminal(clients, &session_id).await;
+                        // Keys typed meanwhile, in order.
+                        let typed = std::mem::take(&mut keyboard.typed);
+                        if !typed.is_empty() {
+                            send_keys(&mut typing, clients, &session_id, &typed).await?;
+                        }
                     }
-                    Some(pb::attach_session_response::Event::Exited(exited)) => break Ending::Exited(exited),
-                    Some(pb::attach_session_response::Event::Title(_)) | None => {}
-                },
-                Ok(None) => break Ending::StreamEnded,
-                Err(status) => {
-                    drop(raw);
-                    return Err(refused(status).context("the attach stream failed"));
+                    Reattached::Detached => break Ending::Detached,
+                    Reattached::GaveUp(why) => break Ending::Lost(why),
                 }
-            },
-            read = stdin.read(&mut keys), if stdin_open => {
-                let read = read.context("reading the keyboard")?;
-                if read == 0 {
-                    stdin_open = false;
-                    continue;
-                }
-                let typed = &keys[..read];
-                let detach_at = typed.iter().position(|byte| *byte == DETACH_KEY);
-                let input = &typed[..detach_at.unwrap_or(read)];
-                if !input.is_empty() {
-                    typing.send(clients, &session_id, input).await.map_err(refused)?;
-                }
-                if detach_at.is_some() {
+            }
+            read = keyboard.read(), if keyboard.open => match read? {
+                Keys::Typed(typed) => send_keys(&mut typing, clients, &session_id, &typed).await?,
+                Keys::Detach(typed) => {
+                    if !typed.is_empty() {
+                        send_keys(&mut typing, clients, &session_id, &typed).await?;
+                    }
                     break Ending::Detached;
                 }
+                Keys::Ended => {}
             },
             _ = window_changes.recv() => resize_to_terminal(clients, &session_id).await,
-            _ = terminate.recv() => break Ending::Detached,
-            _ = hangup.recv() => break Ending::Detached,
+            () = ends.recv() => break Ending::Detached,
         }
     };
     drop(raw);
@@ -192,13 +223,199 @@ async fn relay(
             eprintln!("\r\n[holdfast: detached from {session_id}; it keeps running]");
             0
         }
-        Ending::StreamEnded => {
+        Ending::Lost(status) if is_verdict(&status) => {
             eprintln!(
-                "\r\n[holdfast: the host-service closed the stream; session {session_id} may still be running]"
+                "\r\n[holdfast: session {session_id} cannot be attached again: {}]",
+                status.message()
+            );
+            1
+        }
+        Ending::Lost(status) => {
+            eprintln!(
+                "\r\n[holdfast: the host-service did not come back within {} s ({}); session {session_id} may still be running: `holdfast attach {session_id}`]",
+                REATTACH_PATIENCE.as_secs(),
+                status.message()
             );
             1
         }
     })
+}
+
+/// Whether a failed call is the host-service's answer to it (the session
+/// is gone, the request is wrong), not the host-service going away.
+fn is_verdict(status: &tonic::Status) -> bool {
+    use tonic::Code;
+    matches!(
+        status.code(),
+        Code::InvalidArgument
+            | Code::NotFound
+            | Code::AlreadyExists
+            | Code::PermissionDenied
+            | Code::ResourceExhausted
+            | Code::FailedPrecondition
+            | Code::OutOfRange
+            | Code::Unimplemented
+            | Code::Unauthenticated
+    )
+}
+
+/// Sends keys; a host-service going away meanwhile is no reason to stop
+/// (the attach stream breaks too, and is opened again), but whether these
+/// keys reached the session is then unknown, and the user is told.
+async fn send_keys(
+    typing: &mut Typing,
+    clients: &mut Clients,
+    session_id: &str,
+    keys: &[u8],
+) -> anyhow::Result<()> {
+    match typing.send(clients, session_id, keys).await {
+        Ok(()) => Ok(()),
+        Err(status) if is_verdict(&status) => Err(refused(status)),
+        Err(status) => {
+            *typing = Typing::NotYet;
+            eprint!(
+                "\r\n[holdfast: {} bytes of input may not have reached the session: {}]\r\n",
+                keys.len(),
+                status.message()
+            );
+            Ok(())
+        }
+    }
+}
+
+/// How attaching again ended.
+enum Reattached {
+    Events(Events),
+    Detached,
+    GaveUp(tonic::Status),
+}
+
+/// Attaches again from `from_offset` (the whole scrollback if nothing was
+/// shown), trying while the host-service does not answer, for up to
+/// [`REATTACH_PATIENCE`]. Keys typed meanwhile are kept, to be sent once
+/// attached; the detach key and the signals that end an attachment end
+/// this too.
+async fn reattach(
+    clients: &mut Clients,
+    session_id: &str,
+    from_offset: Option<u64>,
+    keyboard: &mut Keyboard,
+    ends: &mut Ends,
+) -> anyhow::Result<Reattached> {
+    let give_up = Instant::now() + REATTACH_PATIENCE;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let request = pb::AttachSessionRequest {
+            session_id: session_id.to_owned(),
+            from_offset,
+        };
+        let mut terminals = clients.terminals.clone();
+        let answer = tokio::select! {
+            answer = terminals.attach_session(request) => answer,
+            read = keyboard.read(), if keyboard.open => match read? {
+                Keys::Detach(_) => return Ok(Reattached::Detached),
+                Keys::Typed(typed) => {
+                    keyboard.typed.extend_from_slice(&typed);
+                    continue;
+                }
+                Keys::Ended => continue,
+            },
+            () = ends.recv() => return Ok(Reattached::Detached),
+        };
+        match answer {
+            Ok(events) => return Ok(Reattached::Events(Box::pin(events.into_inner()))),
+            Err(status) if !is_verdict(&status) && Instant::now() < give_up => {}
+            Err(status) => return Ok(Reattached::GaveUp(status)),
+        }
+        let pause_over = tokio::time::sleep(pause);
+        tokio::pin!(pause_over);
+        loop {
+            tokio::select! {
+                () = &mut pause_over => break,
+                read = keyboard.read(), if keyboard.open => match read? {
+                    Keys::Detach(_) => return Ok(Reattached::Detached),
+                    Keys::Typed(typed) => keyboard.typed.extend_from_slice(&typed),
+                    Keys::Ended => {}
+                },
+                () = ends.recv() => return Ok(Reattached::Detached),
+            }
+        }
+        pause = (pause * 2).min(REATTACH_PAUSE_MAX);
+    }
+}
+
+/// The signals that end an attachment, leaving the session running:
+/// SIGTERM, and SIGHUP (the terminal closed).
+struct Ends {
+    terminate: Signal,
+    hangup: Signal,
+}
+
+impl Ends {
+    fn watch() -> anyhow::Result<Self> {
+        Ok(Self {
+            terminate: signal(SignalKind::terminate()).context("watching SIGTERM")?,
+            hangup: signal(SignalKind::hangup()).context("watching SIGHUP")?,
+        })
+    }
+
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.terminate.recv() => {}
+            _ = self.hangup.recv() => {}
+        }
+    }
+}
+
+/// What was read from the keyboard.
+enum Keys {
+    /// Keys to send.
+    Typed(Vec<u8>),
+    /// The detach key, after these keys to send.
+    Detach(Vec<u8>),
+    /// The input ended (it is not a terminal).
+    Ended,
+}
+
+/// This process's input, and keys typed while no session took them.
+struct Keyboard {
+    stdin: tokio::io::Stdin,
+    buffer: Box<[u8; 4096]>,
+    /// Input that is not a terminal (a file, a pipe, /dev/null) may end
+    /// long before the program does: the output is still shown to the end.
+    open: bool,
+    /// Keys typed while attaching again.
+    typed: Vec<u8>,
+}
+
+impl Default for Keyboard {
+    fn default() -> Self {
+        Self {
+            stdin: tokio::io::stdin(),
+            buffer: Box::new([0; 4096]),
+            open: true,
+            typed: Vec::new(),
+        }
+    }
+}
+
+impl Keyboard {
+    async fn read(&mut self) -> anyhow::Result<Keys> {
+        let read = self
+            .stdin
+            .read(&mut self.buffer[..])
+            .await
+            .context("reading the keyboard")?;
+        if read == 0 {
+            self.open = false;
+            return Ok(Keys::Ended);
+        }
+        let typed = &self.buffer[..read];
+        Ok(match typed.iter().position(|byte| *byte == DETACH_KEY) {
+            Some(at) => Keys::Detach(typed[..at].to_vec()),
+            None => Keys::Typed(typed.to_vec()),
+        })
+    }
 }
 
 /// An open `SendInput` stream.
