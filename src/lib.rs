@@ -8,6 +8,7 @@ pub mod answered_stream;
 pub mod codec;
 pub mod daemon_client;
 pub mod logging;
+pub mod loopback_peer;
 pub mod paths;
 pub mod preencoded;
 pub mod proc_stat;

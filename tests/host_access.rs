@@ -176,3 +176,98 @@ async fn without_a_token_only_requests_addressed_to_this_machine_are_served() {
         "{rebound}"
     );
 }
+
+/// Copies the CLI where `nobody` can run it.
+fn cli_for_nobody() -> (tempfile::TempDir, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let cli = dir.path().join("holdfast");
+    std::fs::copy(binary("holdfast"), &cli).expect("copy the CLI");
+    (dir, cli)
+}
+
+const NOBODY: u32 = 65534;
+
+/// TCP on 127.0.0.1 reaches every account on the machine: without a
+/// token, another user's programs are refused, whatever they send.
+#[tokio::test]
+async fn without_a_token_another_users_programs_are_refused() {
+    use std::os::unix::process::CommandExt;
+    if !rustix::process::getuid().is_root() {
+        eprintln!("skipped: needs root to run a client as `nobody`");
+        return;
+    }
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let (_dir, cli) = cli_for_nobody();
+    let output = Command::new(&cli)
+        .args(["--addr", &host.address, "new", "--", "sh", "-c", "id"])
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .current_dir("/")
+        .output()
+        .expect("run the CLI as nobody");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("serves its own user only"), "{stderr}");
+    assert!(stderr.contains(&format!("uid {NOBODY}")), "{stderr}");
+    // Nothing was started, nor a workspace made for it.
+    let mut clients = WorkspaceServiceClient::new(
+        Channel::from_shared(host.address.clone())
+            .expect("uri")
+            .connect()
+            .await
+            .expect("connect"),
+    );
+    let workspaces = clients
+        .list_workspaces(pb::ListWorkspacesRequest::default())
+        .await
+        .expect("this user is served")
+        .into_inner()
+        .workspaces;
+    assert!(workspaces.is_empty(), "{workspaces:?}");
+}
+
+/// While the host-service is down, another user may listen on its port:
+/// the CLI finds out before it sends a byte (keys, token).
+#[tokio::test]
+async fn the_cli_sends_nothing_to_a_port_another_user_listens_on() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+    if !rustix::process::getuid().is_root() {
+        eprintln!("skipped: needs root to listen as `nobody`");
+        return;
+    }
+    // A listener of nobody's that reports how many bytes it was sent.
+    let script = "import socket, sys\n\
+        s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n\
+        print(s.getsockname()[1], flush=True)\n\
+        c, _ = s.accept(); n = 0\n\
+        while True:\n    b = c.recv(65536)\n    if not b: break\n    n += len(b)\n\
+        print('received', n, flush=True)\n";
+    let mut squatter = std::process::Command::new("python3")
+        .args(["-c", script])
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .current_dir("/")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut lines = BufReader::new(squatter.stdout.take().expect("stdout")).lines();
+    let port = lines.next().expect("a port").expect("read");
+    let output = Command::new(binary("holdfast"))
+        .args(["--addr", &format!("http://127.0.0.1:{port}"), "ls"])
+        .env("HOLDFAST_AUTH_TOKEN", TOKEN)
+        .output()
+        .expect("run the CLI");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("another user's program (uid {NOBODY})")),
+        "{stderr}"
+    );
+    let received = lines.next().expect("a count").expect("read");
+    assert_eq!(received, "received 0");
+    wait_with_deadline(&mut squatter);
+}

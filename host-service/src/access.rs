@@ -4,13 +4,17 @@
 //!   `authorization: Bearer <token>`; the comparison takes the same time
 //!   wherever the first wrong byte is. Anything else is `UNAUTHENTICATED`.
 //! - Without one (loopback only: [`Policy::new`] refuses other addresses),
-//!   the request's `Host` (`:authority`) must name this machine. A web page
-//!   on another site that points its own DNS name at 127.0.0.1 (DNS
-//!   rebinding) is same-origin to the browser, so CORS does not stop it;
-//!   its requests carry that foreign name and are refused here with
-//!   `PERMISSION_DENIED`.
+//!   the connection must come from this user's programs (or root's):
+//!   TCP on 127.0.0.1 reaches every account on the machine
+//!   (`peer_owner.rs`). And the request's `Host` (`:authority`) must name
+//!   this machine. A web page on another site that points its own DNS name
+//!   at 127.0.0.1 (DNS rebinding) is same-origin to the browser, so CORS
+//!   does not stop it; its requests carry that foreign name. Both are
+//!   refused here with `PERMISSION_DENIED`.
 
 use holdfast::admission::{Admit, AdmitLayer};
+
+use crate::peer_owner::PeerOwner;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
@@ -61,6 +65,12 @@ impl Policy {
         Ok(Self { token })
     }
 
+    /// Whether each connection's other end must be this user's: on
+    /// loopback without a token.
+    pub fn checks_owners(&self) -> bool {
+        self.token.is_none()
+    }
+
     /// The layer that applies this policy to every request.
     pub fn layer(self) -> AdmitLayer<Policy> {
         AdmitLayer::new(self)
@@ -99,6 +109,26 @@ impl Policy {
                 }
             }
             None => {
+                match request.extensions().get::<PeerOwner>() {
+                    Some(PeerOwner::Trusted) => {}
+                    Some(PeerOwner::Other(uid)) => {
+                        return Err(tonic::Status::permission_denied(format!(
+                            "this host-service serves its own user only (uid {}), and this connection is uid {uid}'s; \
+                             use a token (HOLDFAST_AUTH_TOKEN) to let others in",
+                            rustix::process::getuid().as_raw()
+                        )));
+                    }
+                    Some(PeerOwner::Unknown(reason)) => {
+                        return Err(tonic::Status::permission_denied(format!(
+                            "whose this connection is cannot be told ({reason})"
+                        )));
+                    }
+                    Some(PeerOwner::NotChecked) | None => {
+                        return Err(tonic::Status::permission_denied(
+                            "whose this connection is was not checked",
+                        ));
+                    }
+                }
                 let authority = request.uri().authority().map(|a| a.as_str()).or_else(|| {
                     let host = request.headers().get(http::header::HOST)?;
                     host.to_str().ok()
@@ -139,13 +169,41 @@ mod tests {
     use super::*;
 
     fn request(authority: &str, authorization: Option<&str>) -> http::Request<()> {
+        request_from(authority, authorization, PeerOwner::Trusted)
+    }
+
+    fn request_from(
+        authority: &str,
+        authorization: Option<&str>,
+        owner: PeerOwner,
+    ) -> http::Request<()> {
         let mut builder = http::Request::post(format!(
             "http://{authority}/holdfast.host.v1.TerminalService/ListSessions"
         ));
         if let Some(value) = authorization {
             builder = builder.header(http::header::AUTHORIZATION, value);
         }
-        builder.body(()).expect("request")
+        builder.extension(owner).body(()).expect("request")
+    }
+
+    #[test]
+    fn loopback_without_a_token_admits_only_this_users_connections() {
+        let policy = Policy::new("127.0.0.1:7077".parse().unwrap(), None).unwrap();
+        assert!(policy.checks_owners());
+        for owner in [
+            PeerOwner::Other(1001),
+            PeerOwner::Unknown("gone".into()),
+            PeerOwner::NotChecked,
+        ] {
+            let status = policy
+                .check(&request_from("127.0.0.1:7077", None, owner.clone()))
+                .unwrap_err();
+            assert_eq!(status.code(), tonic::Code::PermissionDenied, "{owner:?}");
+        }
+        let with_token = Policy::new("127.0.0.1:7077".parse().unwrap(), Token::new("t")).unwrap();
+        assert!(!with_token.checks_owners());
+        let from_anyone = request_from("127.0.0.1:7077", Some("Bearer t"), PeerOwner::NotChecked);
+        assert!(with_token.check(&from_anyone).is_ok());
     }
 
     #[test]

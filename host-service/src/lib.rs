@@ -11,6 +11,7 @@ pub mod listing;
 pub mod live_sessions;
 pub mod memory;
 pub mod new_session;
+pub mod peer_owner;
 pub mod reaper;
 pub mod schema;
 pub mod server;

@@ -5,13 +5,14 @@ use std::time::Duration;
 
 use holdfast::accept_backoff::AcceptBackoff;
 use http::HeaderValue;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 use crate::access::Policy;
 use crate::api::status_service_server::StatusServiceServer;
 use crate::api::terminal_service_server::TerminalServiceServer;
 use crate::api::workspace_service_server::WorkspaceServiceServer;
+use crate::peer_owner::{Connection, PeerOwner};
 use crate::service::Host;
 use crate::status::HostStatus;
 
@@ -31,6 +32,7 @@ pub async fn serve(
     access: Policy,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
+    let check_owners = access.checks_owners();
     let (reflection_v1, reflection_v1alpha) = holdfast::reflection::services(&[
         "holdfast.host.v1.WorkspaceService",
         "holdfast.host.v1.TerminalService",
@@ -48,19 +50,21 @@ pub async fn serve(
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .serve_with_incoming_shutdown(incoming(listener), shutdown)
+        .serve_with_incoming_shutdown(incoming(listener, check_owners), shutdown)
         .await
 }
 
 /// The connections accepted on `listener`, pausing after a failed accept
 /// (tonic's `TcpIncoming` retries at once: a CPU spun while the process
-/// was out of descriptors).
+/// was out of descriptors), each with the owner of its other end when
+/// `check_owners`.
 fn incoming(
     listener: TcpListener,
-) -> impl futures_util::Stream<Item = std::io::Result<TcpStream>> + Send + 'static {
+    check_owners: bool,
+) -> impl futures_util::Stream<Item = std::io::Result<Connection>> + Send + 'static {
     futures_util::stream::unfold(
         (listener, AcceptBackoff::default()),
-        |(listener, mut backoff)| async move {
+        move |(listener, mut backoff)| async move {
             loop {
                 let Some((connection, _)) = backoff.accepted(listener.accept().await).await else {
                     continue;
@@ -71,7 +75,12 @@ fn incoming(
                 if let Err(error) = connection.set_nodelay(true) {
                     tracing::debug!(%error, "setting TCP_NODELAY failed");
                 }
-                return Some((Ok(connection), (listener, backoff)));
+                let owner = if check_owners {
+                    PeerOwner::of(&connection).await
+                } else {
+                    PeerOwner::NotChecked
+                };
+                return Some((Ok(Connection::new(connection, owner)), (listener, backoff)));
             }
         },
     )

@@ -121,6 +121,7 @@ enum WorkspaceCommand {
 const DEFAULT_WORKSPACE: &str = "default";
 
 mod attach;
+mod own_server;
 mod stdout;
 
 /// The channel, with the bearer token (if any) on every request.
@@ -176,13 +177,30 @@ async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<Clients> {
     );
     let endpoint = Channel::from_shared(addr.to_owned())
         .with_context(|| format!("{addr:?} is not a valid address (try http://127.0.0.1:7077)"))?
-        .connect_timeout(Duration::from_secs(3));
-    let channel = endpoint.connect().await.map_err(|_| {
-        anyhow::anyhow!(
-            "cannot reach the host-service at {addr}; is it running? Start it with `host-service` \
-             (or `cargo run --release -p host-service` in a checkout), or point --addr / HOLDFAST_ADDR at it"
-        )
-    })?;
+        .connect_timeout(Duration::from_secs(3))
+        // Each call's answer (a stream's first), so a host-service that
+        // hangs (stopped, or not a host-service at all) cannot hold the
+        // command for ever; creates and disposals take well under this.
+        .timeout(Duration::from_secs(15));
+    let channel = endpoint
+        .connect_with_connector(tower::service_fn(own_server::connect))
+        .await
+        .map_err(|error| {
+            // Another user's program on the port is said as such.
+            let refusal = std::iter::successors(
+                Some(&error as &(dyn std::error::Error + 'static)),
+                |error| error.source(),
+            )
+            .filter_map(|error| error.downcast_ref::<std::io::Error>())
+            .find(|error| error.kind() == std::io::ErrorKind::PermissionDenied);
+            match refusal {
+                Some(refusal) => anyhow::anyhow!("refusing the host-service at {addr}: {refusal}"),
+                None => anyhow::anyhow!(
+                    "cannot reach the host-service at {addr}; is it running? Start it with `host-service` \
+                     (or `cargo run --release -p host-service` in a checkout), or point --addr / HOLDFAST_ADDR at it"
+                ),
+            }
+        })?;
     Ok(Clients {
         status: StatusServiceClient::with_interceptor(channel.clone(), bearer.clone()),
         workspaces: WorkspaceServiceClient::with_interceptor(channel.clone(), bearer.clone()),
