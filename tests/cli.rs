@@ -172,6 +172,35 @@ async fn new_attach_with_input_at_its_end_shows_all_output_and_the_exit() {
     assert!(stderr.contains("exited with code 5"), "{stderr}");
 }
 
+/// A paste far larger than a terminal holds, into a program that reads
+/// nothing for longer than the host-service waits on the daemon: every
+/// byte reaches the program once it reads, none twice.
+#[tokio::test]
+async fn a_large_paste_into_a_busy_program_arrives_whole() {
+    let home = HostHome::new();
+    let host = home.start(&["--operation-timeout-ms", "300"]).await;
+    let paste = home.dir.path().join("paste");
+    std::fs::write(&paste, "p".repeat(300_000)).expect("write the paste");
+    let output = Command::new(binary("holdfast"))
+        .args([
+            "--addr",
+            &host.address,
+            "new",
+            "--attach",
+            "--",
+            "sh",
+            "-c",
+            "stty raw -echo; sleep 1; timeout --foreground 20 head -c 300000 | wc -c",
+        ])
+        .stdin(std::fs::File::open(&paste).expect("open the paste"))
+        .output()
+        .expect("run holdfast");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout} {stderr}");
+    assert_eq!(stdout.trim(), "300000", "{stderr}");
+}
+
 /// A session ended by a signal: the command's status is 128 plus the
 /// signal, as a shell gives.
 #[tokio::test]

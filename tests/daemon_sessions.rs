@@ -89,12 +89,14 @@ async fn an_input_stream_whose_write_was_dropped_takes_no_more() {
         .write(id, b"")
         .await
         .expect("an empty write opens the stream");
-    // `sleep` reads nothing, so 1 MiB fills the (raw) terminal's queue
-    // and waits there; its caller gives up first.
-    let big = vec![b'x'; 1 << 20];
+    // A stopped daemon answers nothing; the caller gives up first.
+    let daemon_pid = rustix::process::Pid::from_child(&daemon.child);
+    rustix::process::kill_process(daemon_pid, rustix::process::Signal::STOP).expect("SIGSTOP");
+    stopped(daemon_pid.as_raw_nonzero().get()).await;
     let dropped =
-        tokio::time::timeout(std::time::Duration::from_millis(300), input.write(id, &big)).await;
-    assert!(dropped.is_err(), "no answer while the queue is full");
+        tokio::time::timeout(std::time::Duration::from_millis(300), input.write(id, b"x")).await;
+    assert!(dropped.is_err(), "no answer from a stopped daemon");
+    rustix::process::kill_process(daemon_pid, rustix::process::Signal::CONT).expect("SIGCONT");
     // The answer on its way is the dropped write's: the stream refuses
     // rather than hand it to the next write.
     let refused = input
@@ -120,6 +122,62 @@ async fn a_write_larger_than_the_terminal_holds_waits_for_the_program() {
         .await
         .expect("the write to finish once the program has read it all");
     receive_text(&mut stream, &mut received, "1048576").await;
+}
+
+/// Input a busy program has not read waits in the daemon, and the write is
+/// answered at once; a write that does not fit beside it is refused whole
+/// (so sending it again duplicates nothing), and what was taken reaches
+/// the program in order once it reads.
+#[tokio::test]
+async fn input_waits_for_a_busy_program_and_a_write_that_does_not_fit_takes_nothing() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let go = daemon.dir.path().join("go");
+    let script = format!(
+        "stty raw -echo; echo ready; while [ ! -e '{}' ]; do sleep 0.05; done; \
+         head -c 1048580 | tail -c 4; echo; echo read-all",
+        go.display()
+    );
+    let session = spawn(&mut client, &["sh", "-c", &script]).await;
+    let mut stream = attach(&mut client, &session.session_id, None).await;
+    let mut received = Received::default();
+    receive_text(&mut stream, &mut received, "ready").await;
+
+    // Far more than a terminal holds, while the program reads nothing:
+    // answered without waiting for it.
+    tokio::time::timeout(
+        PATIENCE,
+        write(&client, &session.session_id, &"a".repeat(1 << 20)),
+    )
+    .await
+    .expect("answered while the program has read nothing");
+    assert!(!go.exists());
+    let refused = client
+        .write(pb::WriteRequest {
+            session_id: session.session_id.clone(),
+            data: "b".repeat(64 << 10).into(),
+        })
+        .await
+        .expect_err("no room beside what waits");
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    assert!(
+        refused.message().contains("none of this write was taken"),
+        "{refused:?}"
+    );
+    // Still room for a little, after what the terminal itself took.
+    write(&client, &session.session_id, "cccc").await;
+
+    std::fs::write(&go, "").expect("let the program read");
+    receive_text(&mut stream, &mut received, "read-all").await;
+    let shown = received.text();
+    assert!(
+        shown.contains("cccc\nread-all"),
+        "all of the first write, none of the refused one, then the last: {shown:?}"
+    );
 }
 
 #[tokio::test]

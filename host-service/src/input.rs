@@ -42,10 +42,11 @@ impl std::fmt::Debug for SessionInput {
 
 impl SessionInput {
     /// Writes `data` to the session's terminal, answering once the daemon
-    /// has queued all of it there. Waiting for its turn counts against
-    /// `timeout`. A write that fails, times out or is dropped closes the
-    /// stream (the daemon then drops whatever of it was not yet written);
-    /// the next write opens another.
+    /// holds all of it (what the terminal did not take waits there for the
+    /// program; a write that does not fit beside what waits is refused
+    /// whole). Waiting for its turn counts against `timeout`. A write that
+    /// fails, times out or is dropped closes the stream; the next write
+    /// opens another.
     pub async fn write(
         &self,
         daemon: &DaemonClient,

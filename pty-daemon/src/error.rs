@@ -17,6 +17,19 @@ pub enum Error {
     /// The session's program has exited, so it takes no input or resize.
     #[error("session {0:?} has exited")]
     SessionExited(String),
+    /// The program has not read the input it was sent, and this write
+    /// does not fit beside it; none of it was taken.
+    #[error(
+        "session {session_id:?}'s program has not read its input: {waiting} bytes wait (at most {max}); \
+         none of this write was taken, send it again once the program reads",
+        max = crate::input_queue::MAX_WAITING_BYTES
+    )]
+    InputFull {
+        /// The session written to.
+        session_id: String,
+        /// Bytes waiting for the program.
+        waiting: usize,
+    },
     /// The system could not start another program now (process or
     /// memory limits).
     #[error("cannot start {program:?} now: {reason}")]
@@ -74,7 +87,9 @@ impl From<Error> for tonic::Status {
             }
             Error::SessionExists(_) => Self::already_exists(message),
             Error::SessionExited(_) => Self::failed_precondition(message),
-            Error::NoResources { .. } => Self::resource_exhausted(message),
+            Error::NoResources { .. } | Error::InputFull { .. } => {
+                Self::resource_exhausted(message)
+            }
             Error::Io { .. } | Error::AlreadyRunning(_) => {
                 tracing::error!(%message, "request failed");
                 Self::internal(message)

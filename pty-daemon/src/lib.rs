@@ -7,6 +7,7 @@ pub mod cli;
 pub mod error;
 pub mod file_id;
 pub mod generation;
+pub mod input_queue;
 pub mod kept_socket;
 pub mod kill;
 pub mod listener;

@@ -183,7 +183,7 @@ impl PtyDaemon for DaemonService {
         let session_id = validate::session_id(&request.session_id)?;
         validate::write_len(request.data.len())?;
         let session = self.registry.get(session_id)?;
-        session.write(&request.data).await?;
+        session.write(&request.data)?;
         Ok(Response::new(pb::WriteResponse {}))
     }
 
@@ -219,7 +219,7 @@ impl PtyDaemon for DaemonService {
                         session
                     }
                 };
-                session.write(&write.data).await?;
+                session.write(&write.data)?;
                 Ok(Some((
                     pb::InputResponse {},
                     (writes, Some(session), registry),

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use prost::bytes::Bytes;
@@ -20,6 +20,7 @@ use tokio::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::generation::Generation;
+use crate::input_queue::InputQueue;
 use crate::registry::SessionSettings;
 use crate::scrollback::{ReadAt, Scrollback};
 use crate::spawn::Spawned;
@@ -222,8 +223,8 @@ pub struct Session {
     /// `Spawn` send them, encoded once.
     listing: Bytes,
     master: AsyncFd<OwnedFd>,
-    /// Serialises writers so each `Write` lands whole and in order.
-    input: tokio::sync::Mutex<()>,
+    /// Input the terminal has not taken yet, in order.
+    input: Mutex<InputQueue>,
     state: Mutex<State>,
     /// The scrollback's end offset, stored under the lock after each
     /// append, so a list of a thousand sessions reads it without locking
@@ -280,7 +281,7 @@ impl Session {
             created_at,
             listing,
             master,
-            input: tokio::sync::Mutex::new(()),
+            input: Mutex::new(InputQueue::default()),
             state: Mutex::new(State {
                 scrollback: Scrollback::new(settings.scrollback_bytes),
                 titles: TitleTracker::new(),
@@ -379,26 +380,89 @@ impl Session {
         let _ = exited.wait_for(|exited| *exited).await;
     }
 
-    /// Sends input to the program, all of it, in order with other writes.
-    pub async fn write(&self, mut data: &[u8]) -> Result<()> {
-        let _turn = self.input.lock().await;
-        let mut exited = self.exited.subscribe();
-        while !data.is_empty() {
-            if *exited.borrow_and_update() {
-                return Err(Error::SessionExited(self.id.clone()));
-            }
-            let mut ready = tokio::select! {
-                ready = self.master.writable() => ready.map_err(|error| Error::io("waiting to write", error))?,
-                _ = exited.changed() => continue,
-            };
-            match ready.try_io(|fd| rustix::io::write(fd.get_ref(), data).map_err(io::Error::from))
-            {
-                Ok(Ok(written)) => data = &data[written..],
-                Ok(Err(error)) => return Err(Error::io("writing to the PTY", error)),
-                Err(_would_block) => {}
+    /// Takes input for the program, all of it or none, in order with
+    /// other writes: written to the terminal now as far as it takes it,
+    /// the rest left to wait there for the program to read
+    /// ([`InputQueue`]). Refused whole when too much waits already.
+    pub fn write(self: &Arc<Self>, data: &[u8]) -> Result<()> {
+        let mut input = self.input();
+        if *self.exited.borrow() {
+            return Err(Error::SessionExited(self.id.clone()));
+        }
+        let mut rest = data;
+        if !input.draining {
+            // Nothing waits: straight to the terminal (the PTY is
+            // non-blocking, so this never waits under the lock).
+            loop {
+                if rest.is_empty() {
+                    return Ok(());
+                }
+                match rustix::io::write(self.master.get_ref(), rest) {
+                    Ok(written) => rest = &rest[written..],
+                    Err(rustix::io::Errno::INTR) => {}
+                    Err(rustix::io::Errno::AGAIN) => break,
+                    Err(error) => {
+                        return Err(Error::io("writing to the PTY", io::Error::from(error)));
+                    }
+                }
             }
         }
+        input.admit(rest).map_err(|full| Error::InputFull {
+            session_id: self.id.clone(),
+            waiting: full.waiting,
+        })?;
+        if !input.draining {
+            input.draining = true;
+            tokio::spawn(Arc::clone(self).drain_input());
+        }
         Ok(())
+    }
+
+    /// Writes the waiting input to the terminal as the program reads it,
+    /// until none is left or the program is gone.
+    async fn drain_input(self: Arc<Self>) {
+        let mut exited = self.exited.subscribe();
+        loop {
+            if *exited.borrow_and_update() {
+                self.input().clear();
+                return;
+            }
+            let ready = tokio::select! {
+                ready = self.master.writable() => ready,
+                _ = exited.changed() => continue,
+            };
+            let mut ready = match ready {
+                Ok(ready) => ready,
+                Err(error) => {
+                    tracing::warn!(session_id = %self.id, %error, "waiting to write to the PTY failed; its input is dropped");
+                    self.input().clear();
+                    return;
+                }
+            };
+            let mut input = self.input();
+            loop {
+                let Some(waiting) = input.front() else {
+                    input.draining = false;
+                    return;
+                };
+                match ready
+                    .try_io(|fd| rustix::io::write(fd.get_ref(), waiting).map_err(io::Error::from))
+                {
+                    Ok(Ok(written)) => input.consume(written),
+                    Ok(Err(error)) if error.kind() == io::ErrorKind::Interrupted => {}
+                    Ok(Err(error)) => {
+                        tracing::warn!(session_id = %self.id, %error, "writing to the PTY failed; its input is dropped");
+                        input.clear();
+                        return;
+                    }
+                    Err(_would_block) => break,
+                }
+            }
+        }
+    }
+
+    fn input(&self) -> MutexGuard<'_, InputQueue> {
+        self.input.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Changes the terminal size; the kernel sends SIGWINCH to the program.

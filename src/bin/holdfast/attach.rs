@@ -261,15 +261,41 @@ fn is_verdict(status: &tonic::Status) -> bool {
 
 /// Sends keys; a host-service going away meanwhile is no reason to stop
 /// (the attach stream breaks too, and is opened again), but whether these
-/// keys reached the session is then unknown, and the user is told.
+/// keys reached the session is then unknown, and the user is told. Keys
+/// refused because the program reads no input are sent again (output is
+/// not shown meanwhile).
 async fn send_keys(
     typing: &mut Typing,
     clients: &mut Clients,
     session_id: &str,
     keys: &[u8],
 ) -> anyhow::Result<()> {
-    match typing.send(clients, session_id, keys).await {
+    let mut answer = typing.send(clients, session_id, keys).await;
+    // The program has not read what it was sent, and the daemon holds all
+    // it will: these keys were not taken, so they are sent again once it
+    // reads, for as long as a host-service gets to come back.
+    let give_up = Instant::now() + REATTACH_PATIENCE;
+    let mut pause = Duration::from_millis(20);
+    while let Err(status) = &answer {
+        if status.code() != tonic::Code::ResourceExhausted || Instant::now() >= give_up {
+            break;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(REATTACH_PAUSE_MAX);
+        *typing = Typing::NotYet;
+        answer = typing.send(clients, session_id, keys).await;
+    }
+    match answer {
         Ok(()) => Ok(()),
+        Err(status) if status.code() == tonic::Code::ResourceExhausted => {
+            *typing = Typing::NotYet;
+            eprint!(
+                "\r\n[holdfast: the program has not read its input for {} s; {} bytes typed were dropped]\r\n",
+                REATTACH_PATIENCE.as_secs(),
+                keys.len()
+            );
+            Ok(())
+        }
         Err(status) if is_verdict(&status) => Err(refused(status)),
         Err(status) => {
             *typing = Typing::NotYet;
