@@ -172,6 +172,40 @@ async fn new_attach_with_input_at_its_end_shows_all_output_and_the_exit() {
     assert!(stderr.contains("exited with code 5"), "{stderr}");
 }
 
+/// Commands run at once on a fresh database, each finding no default
+/// workspace: they all end up in one, and `holdfast ls` shows every
+/// session they started.
+#[tokio::test]
+async fn commands_run_at_once_share_one_default_workspace() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let starts: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(binary("holdfast"))
+                .args(["--addr", &host.address, "new", "--", "sleep", "600"])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("run holdfast")
+        })
+        .collect();
+    let mut started = Vec::new();
+    for start in starts {
+        let output = start.wait_with_output().expect("wait");
+        assert!(output.status.success());
+        started.push(stdout_of(&output).trim().to_owned());
+    }
+    let listed = stdout_of(&holdfast(&host.address, &["ls"]));
+    for id in &started {
+        assert!(listed.contains(id.as_str()), "{id} missing from {listed}");
+    }
+    let workspaces = stdout_of(&holdfast(&host.address, &["workspace", "list"]));
+    let open = workspaces
+        .lines()
+        .filter(|line| line.contains(" open ") && line.ends_with("default"))
+        .count();
+    assert_eq!(open, 1, "{workspaces}");
+}
+
 /// A paste far larger than a terminal holds, into a program that reads
 /// nothing for longer than the host-service waits on the daemon: every
 /// byte reaches the program once it reads, none twice.

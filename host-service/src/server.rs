@@ -76,7 +76,7 @@ fn incoming(
                     tracing::debug!(%error, "setting TCP_NODELAY failed");
                 }
                 let owner = if check_owners {
-                    PeerOwner::of(&connection).await
+                    PeerOwner::of(&connection)
                 } else {
                     PeerOwner::NotChecked
                 };

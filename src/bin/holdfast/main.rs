@@ -422,13 +422,42 @@ async fn workspace_or_default(
     if let Some(name) = named {
         return Ok(find_workspace(clients, name).await?.workspace_id);
     }
-    match find_workspace(clients, DEFAULT_WORKSPACE).await {
-        Ok(workspace) => Ok(workspace.workspace_id),
-        Err(_) if create => Ok(create_workspace(clients, DEFAULT_WORKSPACE)
-            .await?
-            .workspace_id),
-        Err(error) => Err(error),
+    if let Some(default) = oldest_default(clients).await? {
+        return Ok(default);
     }
+    if !create {
+        bail!(
+            "there is no {DEFAULT_WORKSPACE:?} workspace yet: `holdfast new` makes it (see `holdfast workspace list`)"
+        );
+    }
+    let made = create_workspace(clients, DEFAULT_WORKSPACE)
+        .await?
+        .workspace_id;
+    // Commands run at once on a fresh database may each make one: all
+    // then use the oldest, and the others close theirs, unused, so no
+    // session ends up where `holdfast ls` does not look.
+    let oldest = oldest_default(clients)
+        .await?
+        .unwrap_or_else(|| made.clone());
+    if oldest != made {
+        let close = pb::CloseWorkspaceRequest {
+            workspace_id: made.clone(),
+        };
+        if let Err(status) = clients.workspaces.close_workspace(close).await {
+            tracing::debug!(%status, "closing a default workspace made twice failed");
+        }
+    }
+    Ok(oldest)
+}
+
+/// The id of the oldest open workspace named [`DEFAULT_WORKSPACE`].
+async fn oldest_default(clients: &mut Clients) -> anyhow::Result<Option<String>> {
+    // Listed oldest first.
+    Ok(list_workspaces(clients)
+        .await?
+        .into_iter()
+        .find(|w| w.name == DEFAULT_WORKSPACE && w.closed_at.is_none())
+        .map(|w| w.workspace_id))
 }
 
 fn age(created_at: Option<prost_types::Timestamp>) -> String {

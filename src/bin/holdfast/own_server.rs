@@ -2,8 +2,8 @@
 //! the port is this user's own host-service (or root's). While the
 //! host-service is down, any other account on the machine could listen on
 //! its port and would then get every keystroke typed into `attach`
-//! (passwords included) and the token. The owner of the listening end is
-//! in the kernel's socket tables (`holdfast::loopback_peer`).
+//! (passwords included) and the token. The kernel tells who owns the
+//! listening end (`holdfast::loopback_peer`).
 
 use std::io;
 
@@ -25,10 +25,7 @@ pub async fn connect(uri: Uri) -> io::Result<TokioIo<TcpStream>> {
     stream.set_nodelay(true)?;
     let (local, peer) = (stream.local_addr()?, stream.peer_addr()?);
     if peer.ip().is_loopback() {
-        let owner = tokio::task::spawn_blocking(move || loopback_peer::owner(local, peer))
-            .await
-            .map_err(io::Error::other)?
-            .map_err(io::Error::other)?;
+        let owner = loopback_peer::owner(local, peer).map_err(io::Error::other)?;
         if !loopback_peer::is_trusted(owner) {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
