@@ -206,6 +206,48 @@ async fn commands_run_at_once_share_one_default_workspace() {
     assert_eq!(open, 1, "{workspaces}");
 }
 
+/// SIGINT or SIGQUIT from outside (raw mode keeps Ctrl-C for the
+/// session) detaches as SIGTERM does: the terminal restored, the session
+/// left running.
+#[tokio::test]
+async fn an_interrupt_from_outside_detaches() {
+    use std::io::{BufRead, BufReader};
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("interrupt").await.workspace_id;
+    let target = host
+        .create_session(session_request(
+            &workspace,
+            &["sh", "-c", "echo ready; exec sleep 600"],
+        ))
+        .await;
+    for signal in [rustix::process::Signal::INT, rustix::process::Signal::QUIT] {
+        let mut viewer = Command::new(binary("holdfast"))
+            .args(["--addr", &host.address, "attach", &target.session_id])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run holdfast attach");
+        let mut shown = BufReader::new(viewer.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        shown.read_line(&mut line).expect("read");
+        assert!(line.contains("ready"), "{line:?}");
+        rustix::process::kill_process(rustix::process::Pid::from_child(&viewer), signal)
+            .expect("signal the CLI");
+        let output = viewer.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{signal:?}: {stderr}");
+        assert!(stderr.contains("keeps running"), "{signal:?}: {stderr}");
+    }
+    let list = host.list(&workspace).await;
+    assert!(
+        list.sessions
+            .iter()
+            .any(|s| s.session_id == target.session_id)
+    );
+}
+
 /// A paste far larger than a terminal holds, into a program that reads
 /// nothing for longer than the host-service waits on the daemon: every
 /// byte reaches the program once it reads, none twice.

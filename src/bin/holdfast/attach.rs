@@ -371,10 +371,15 @@ async fn reattach(
 }
 
 /// The signals that end an attachment, leaving the session running:
-/// SIGTERM, and SIGHUP (the terminal closed).
+/// SIGTERM, SIGHUP (the terminal closed), and SIGINT and SIGQUIT from
+/// outside (raw mode keeps Ctrl-C and Ctrl-\ for the session). Handled,
+/// so the terminal is restored; left to their default, they would kill
+/// the command in raw mode.
 struct Ends {
     terminate: Signal,
     hangup: Signal,
+    interrupt: Signal,
+    quit: Signal,
 }
 
 impl Ends {
@@ -382,6 +387,8 @@ impl Ends {
         Ok(Self {
             terminate: signal(SignalKind::terminate()).context("watching SIGTERM")?,
             hangup: signal(SignalKind::hangup()).context("watching SIGHUP")?,
+            interrupt: signal(SignalKind::interrupt()).context("watching SIGINT")?,
+            quit: signal(SignalKind::quit()).context("watching SIGQUIT")?,
         })
     }
 
@@ -389,6 +396,8 @@ impl Ends {
         tokio::select! {
             _ = self.terminate.recv() => {}
             _ = self.hangup.recv() => {}
+            _ = self.interrupt.recv() => {}
+            _ = self.quit.recv() => {}
         }
     }
 }
