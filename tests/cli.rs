@@ -206,6 +206,47 @@ async fn commands_run_at_once_share_one_default_workspace() {
     assert_eq!(open, 1, "{workspaces}");
 }
 
+/// Detaching from a full-screen program switches back what it switched
+/// the terminal into: the shell prompt comes back on the normal screen,
+/// with a cursor, and pastes are not bracketed.
+#[tokio::test]
+async fn detaching_switches_back_the_modes_a_program_set() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("modes").await.workspace_id;
+    let target = host
+        .create_session(session_request(
+            &workspace,
+            &[
+                "sh",
+                "-c",
+                "printf '\\033[?1049h\\033[?2004h\\033[?25l'; echo full-screen; exec sleep 600",
+            ],
+        ))
+        .await;
+    let cli = binary("holdfast");
+    let viewer = host
+        .create_session(session_request(
+            &workspace,
+            &[
+                cli.to_str().expect("utf-8 path"),
+                "--addr",
+                &host.address,
+                "attach",
+                &target.session_id,
+            ],
+        ))
+        .await;
+    let mut screen = host.attach(&viewer.session_id, None).await;
+    receive_host_text(&mut screen, "full-screen").await;
+    host.write_input(&viewer.session_id, "\x1d").await;
+    let after = receive_host_text(&mut screen, "detached from").await;
+    assert!(
+        after.contains("\x1b[?2004l\x1b[?1049l\x1b[?25h\x1b[0m"),
+        "the modes are switched back before the detach is told: {after:?}"
+    );
+}
+
 /// SIGINT or SIGQUIT from outside (raw mode keeps Ctrl-C for the
 /// session) detaches as SIGTERM does: the terminal restored, the session
 /// left running.

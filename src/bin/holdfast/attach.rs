@@ -18,6 +18,7 @@ use rustix::termios::{OptionalActions, Termios};
 use tokio::io::AsyncReadExt;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use crate::terminal_modes::TerminalModes;
 use crate::{Clients, refused};
 
 /// Ctrl-]: the byte that detaches, as in telnet.
@@ -57,6 +58,34 @@ impl RawMode {
 impl Drop for RawMode {
     fn drop(&mut self) {
         let _ = rustix::termios::tcsetattr(std::io::stdin(), OptionalActions::Flush, &self.saved);
+    }
+}
+
+/// This terminal while a session is shown on it: on every way out (return,
+/// error or panic) the modes the session's program switched on are
+/// switched off, then raw mode is left.
+struct Screen {
+    raw: Option<RawMode>,
+    modes: TerminalModes,
+}
+
+impl Screen {
+    fn new(raw: Option<RawMode>) -> Self {
+        Self {
+            raw,
+            modes: TerminalModes::new(),
+        }
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        let mut stdout = std::io::stdout();
+        if stdout.is_terminal() {
+            let _ = stdout.write_all(self.modes.reset().as_bytes());
+            let _ = stdout.flush();
+        }
+        drop(self.raw.take());
     }
 }
 
@@ -142,6 +171,7 @@ async fn relay(
     mut window_changes: Signal,
     events: impl Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>> + Send + 'static,
 ) -> anyhow::Result<u8> {
+    let mut screen = Screen::new(raw);
     let mut stream: Events = Box::pin(events);
     let mut ends = Ends::watch()?;
     let mut keyboard = Keyboard::default();
@@ -156,6 +186,7 @@ async fn relay(
                     Some(Ok(message)) => match message.event {
                         Some(pb::attach_session_response::Event::Output(output)) => {
                             shown_to = Some(output.offset + output.data.len() as u64);
+                            screen.modes.follow(&output.data);
                             stdout.write_all(&output.data)?;
                             stdout.flush()?;
                             continue;
@@ -169,7 +200,7 @@ async fn relay(
                         Some(pb::attach_session_response::Event::Title(_)) | None => continue,
                     },
                     Some(Err(status)) if is_verdict(&status) => {
-                        drop(raw);
+                        drop(screen);
                         return Err(refused(status).context("the attach stream failed"));
                     }
                     Some(Err(status)) => status.message().to_owned(),
@@ -207,7 +238,7 @@ async fn relay(
             () = ends.recv() => break Ending::Detached,
         }
     };
-    drop(raw);
+    drop(screen);
     Ok(match ending {
         Ending::Exited(exited) => {
             match (exited.exit_code, exited.signal) {

@@ -123,6 +123,7 @@ const DEFAULT_WORKSPACE: &str = "default";
 mod attach;
 mod own_server;
 mod stdout;
+mod terminal_modes;
 
 /// The channel, with the bearer token (if any) on every request.
 type Transport = InterceptedService<Channel, Bearer>;
