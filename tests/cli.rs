@@ -100,6 +100,8 @@ fn errors_read_like_a_person_wrote_them() {
         stderr.contains("cannot reach the host-service") && stderr.contains("host-service"),
         "{stderr}"
     );
+    // With its cause.
+    assert!(stderr.contains("Connection refused"), "{stderr}");
 }
 
 #[tokio::test]

@@ -187,20 +187,25 @@ async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<Clients> {
         .connect_with_connector(tower::service_fn(own_server::connect))
         .await
         .map_err(|error| {
-            // Another user's program on the port is said as such.
-            let refusal = std::iter::successors(
+            let causes: Vec<&(dyn std::error::Error + 'static)> = std::iter::successors(
                 Some(&error as &(dyn std::error::Error + 'static)),
                 |error| error.source(),
             )
-            .filter_map(|error| error.downcast_ref::<std::io::Error>())
-            .find(|error| error.kind() == std::io::ErrorKind::PermissionDenied);
-            match refusal {
-                Some(refusal) => anyhow::anyhow!("refusing the host-service at {addr}: {refusal}"),
-                None => anyhow::anyhow!(
-                    "cannot reach the host-service at {addr}; is it running? Start it with `host-service` \
-                     (or `cargo run --release -p host-service` in a checkout), or point --addr / HOLDFAST_ADDR at it"
-                ),
+            .collect();
+            // Another user's program on the port is said as such.
+            let refusal = causes
+                .iter()
+                .filter_map(|error| error.downcast_ref::<std::io::Error>())
+                .find(|error| error.kind() == std::io::ErrorKind::PermissionDenied);
+            if let Some(refusal) = refusal {
+                return anyhow::anyhow!("refusing the host-service at {addr}: {refusal}");
             }
+            // The first cause of all (refused, timed out, no such host).
+            let cause = causes.last().map(ToString::to_string).unwrap_or_default();
+            anyhow::anyhow!(
+                "cannot reach the host-service at {addr} ({cause}); is it running? Start it with `host-service` \
+                 (or `cargo run --release -p host-service` in a checkout), or point --addr / HOLDFAST_ADDR at it"
+            )
         })?;
     Ok(Clients {
         status: StatusServiceClient::with_interceptor(channel.clone(), bearer.clone()),
