@@ -249,6 +249,49 @@ async fn detaching_switches_back_the_modes_a_program_set() {
     );
 }
 
+/// Another detach key (vim uses Ctrl-] for its tags): Ctrl-] then reaches
+/// the program, and the chosen key detaches.
+#[tokio::test]
+async fn the_detach_key_can_be_chosen() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("keys").await.workspace_id;
+    let target = host
+        .create_session(session_request(
+            &workspace,
+            &[
+                "sh",
+                "-c",
+                "stty raw -echo; echo keys; \
+                 while :; do echo \"got$(dd bs=1 count=1 2>/dev/null | od -An -tx1)\"; done",
+            ],
+        ))
+        .await;
+    let cli = binary("holdfast");
+    let viewer = host
+        .create_session(session_request(
+            &workspace,
+            &[
+                cli.to_str().expect("utf-8 path"),
+                "--addr",
+                &host.address,
+                "--detach-key",
+                "^q",
+                "attach",
+                &target.session_id,
+            ],
+        ))
+        .await;
+    let mut screen = host.attach(&viewer.session_id, None).await;
+    receive_host_text(&mut screen, "keys").await;
+    let mut typed = host.attach(&target.session_id, None).await;
+    host.write_input(&viewer.session_id, "\x1d").await;
+    // The program got Ctrl-]: the viewer is still attached.
+    receive_host_text(&mut typed, "got 1d").await;
+    host.write_input(&viewer.session_id, "\x11").await;
+    receive_host_text(&mut screen, "detached from").await;
+}
+
 /// SIGINT or SIGQUIT from outside (raw mode keeps Ctrl-C for the
 /// session) detaches as SIGTERM does: the terminal restored, the session
 /// left running.

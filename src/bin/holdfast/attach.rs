@@ -21,8 +21,27 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use crate::terminal_modes::TerminalModes;
 use crate::{Clients, refused};
 
-/// Ctrl-]: the byte that detaches, as in telnet.
-pub const DETACH_KEY: u8 = 0x1d;
+/// The key that detaches, if any: Ctrl-] unless told (as in telnet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DetachKey(Option<u8>);
+
+impl DetachKey {
+    /// Parses `^X` (a control key: `^` and a letter or one of `@[\]^_`)
+    /// or `none`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.eq_ignore_ascii_case("none") {
+            return Ok(Self(None));
+        }
+        match text.as_bytes() {
+            [b'^', key] if key.is_ascii_alphabetic() || b"@[\\]^_".contains(key) => {
+                Ok(Self(Some(key.to_ascii_uppercase() & 0x1f)))
+            }
+            _ => Err(format!(
+                "{text:?} is no control key: write it as ^ and a letter or one of @[\\]^_ (e.g. ^]), or none"
+            )),
+        }
+    }
+}
 
 /// How long a lost attachment is tried again before giving up: well over
 /// what a host-service takes to start again after an update or a crash.
@@ -100,7 +119,11 @@ enum Ending {
 
 /// Attaches to `session_id` until it exits or the user detaches; returns
 /// the exit status for the process.
-pub async fn attach(clients: &mut Clients, session_id: String) -> anyhow::Result<u8> {
+pub async fn attach(
+    clients: &mut Clients,
+    session_id: String,
+    detach_key: DetachKey,
+) -> anyhow::Result<u8> {
     let window_changes = signal(SignalKind::window_change()).context("watching SIGWINCH")?;
     let stream = clients
         .terminals
@@ -115,7 +138,7 @@ pub async fn attach(clients: &mut Clients, session_id: String) -> anyhow::Result
     if raw.is_some() {
         resize_to_terminal(clients, &session_id).await;
     }
-    relay(clients, session_id, raw, window_changes, stream).await
+    relay(clients, session_id, raw, detach_key, window_changes, stream).await
 }
 
 /// Starts a session sized to this terminal and attaches to it, in one call
@@ -123,6 +146,7 @@ pub async fn attach(clients: &mut Clients, session_id: String) -> anyhow::Result
 pub async fn start(
     clients: &mut Clients,
     mut request: pb::CreateSessionRequest,
+    detach_key: DetachKey,
 ) -> anyhow::Result<u8> {
     use pb::start_session_response::Event;
     // Before the size is read, so no change of it goes unseen.
@@ -154,7 +178,15 @@ pub async fn start(
     });
     let shown = async {
         let raw = RawMode::enter()?;
-        relay(clients, session_id.clone(), raw, window_changes, events).await
+        relay(
+            clients,
+            session_id.clone(),
+            raw,
+            detach_key,
+            window_changes,
+            events,
+        )
+        .await
     };
     // It runs on whatever went wrong here: say which one it is.
     shown.await.with_context(|| {
@@ -168,13 +200,14 @@ async fn relay(
     clients: &mut Clients,
     session_id: String,
     raw: Option<RawMode>,
+    detach_key: DetachKey,
     mut window_changes: Signal,
     events: impl Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>> + Send + 'static,
 ) -> anyhow::Result<u8> {
     let mut screen = Screen::new(raw);
     let mut stream: Events = Box::pin(events);
     let mut ends = Ends::watch()?;
-    let mut keyboard = Keyboard::default();
+    let mut keyboard = Keyboard::new(detach_key);
     let mut stdout = std::io::stdout();
     let mut typing = Typing::NotYet;
     // Where the output shown so far ends, to attach again from there.
@@ -447,6 +480,7 @@ enum Keys {
 struct Keyboard {
     stdin: tokio::io::Stdin,
     buffer: Box<[u8; 4096]>,
+    detach_key: DetachKey,
     /// Input that is not a terminal (a file, a pipe, /dev/null) may end
     /// long before the program does: the output is still shown to the end.
     open: bool,
@@ -454,18 +488,17 @@ struct Keyboard {
     typed: Vec<u8>,
 }
 
-impl Default for Keyboard {
-    fn default() -> Self {
+impl Keyboard {
+    fn new(detach_key: DetachKey) -> Self {
         Self {
             stdin: tokio::io::stdin(),
             buffer: Box::new([0; 4096]),
+            detach_key,
             open: true,
             typed: Vec::new(),
         }
     }
-}
 
-impl Keyboard {
     async fn read(&mut self) -> anyhow::Result<Keys> {
         let read = self
             .stdin
@@ -477,7 +510,11 @@ impl Keyboard {
             return Ok(Keys::Ended);
         }
         let typed = &self.buffer[..read];
-        Ok(match typed.iter().position(|byte| *byte == DETACH_KEY) {
+        let detach_at = self
+            .detach_key
+            .0
+            .and_then(|key| typed.iter().position(|byte| *byte == key));
+        Ok(match detach_at {
             Some(at) => Keys::Detach(typed[..at].to_vec()),
             None => Keys::Typed(typed.to_vec()),
         })
@@ -575,5 +612,21 @@ fn exit_status(code: Option<i32>, signal: Option<i32>) -> u8 {
         (Some(code), _) => u8::try_from(code).unwrap_or(1),
         (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
         (None, None) => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DetachKey;
+
+    #[test]
+    fn detach_keys_are_control_keys_or_none() {
+        assert_eq!(DetachKey::parse("^]"), Ok(DetachKey(Some(0x1d))));
+        assert_eq!(DetachKey::parse("^q"), Ok(DetachKey(Some(0x11))));
+        assert_eq!(DetachKey::parse("^@"), Ok(DetachKey(Some(0))));
+        assert_eq!(DetachKey::parse("none"), Ok(DetachKey(None)));
+        for bad in ["", "]", "^", "^1", "^]]", "ctrl-]"] {
+            assert!(DetachKey::parse(bad).is_err(), "{bad:?}");
+        }
     }
 }

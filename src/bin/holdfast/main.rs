@@ -35,6 +35,16 @@ struct Cli {
         global = true
     )]
     auth_token: Option<String>,
+    /// The key that detaches `attach` and `new --attach`: ^ and a letter
+    /// or one of @[\]^_, or `none`.
+    #[arg(
+        long,
+        env = "HOLDFAST_DETACH_KEY",
+        default_value = "^]",
+        value_parser = attach::DetachKey::parse,
+        global = true
+    )]
+    detach_key: attach::DetachKey,
     #[command(subcommand)]
     command: Command,
 }
@@ -274,7 +284,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 ..Default::default()
             };
             if attach {
-                return attach::start(&mut clients, request).await;
+                return attach::start(&mut clients, request, cli.detach_key).await;
             }
             let session = clients
                 .terminals
@@ -363,7 +373,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 return Ok(1);
             }
         }
-        Command::Attach { id } => return attach::attach(&mut clients, id).await,
+        Command::Attach { id } => return attach::attach(&mut clients, id, cli.detach_key).await,
         Command::Kill { id } => {
             clients
                 .terminals
