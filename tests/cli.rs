@@ -7,6 +7,27 @@ use std::process::{Command, Output};
 use support::host::*;
 use support::*;
 
+/// Runs `holdfast [flags] attach TARGET` in a session of `host` (a real
+/// terminal) and opens that terminal's screen; returns the viewer's id.
+async fn viewer_of(
+    host: &mut HostService,
+    workspace: &str,
+    target: &str,
+    flags: &[&str],
+) -> (
+    String,
+    tonic::Streaming<holdfast::proto::host::v1::AttachSessionResponse>,
+) {
+    let cli = binary("holdfast");
+    let address = host.address.clone();
+    let mut argv = vec![cli.to_str().expect("utf-8 path"), "--addr", &address];
+    argv.extend(flags);
+    argv.extend(["attach", target]);
+    let viewer = host.create_session(session_request(workspace, &argv)).await;
+    let screen = host.attach(&viewer.session_id, None).await;
+    (viewer.session_id, screen)
+}
+
 fn holdfast(address: &str, args: &[&str]) -> Output {
     Command::new(binary("holdfast"))
         .arg("--addr")
@@ -226,22 +247,9 @@ async fn detaching_switches_back_the_modes_a_program_set() {
             ],
         ))
         .await;
-    let cli = binary("holdfast");
-    let viewer = host
-        .create_session(session_request(
-            &workspace,
-            &[
-                cli.to_str().expect("utf-8 path"),
-                "--addr",
-                &host.address,
-                "attach",
-                &target.session_id,
-            ],
-        ))
-        .await;
-    let mut screen = host.attach(&viewer.session_id, None).await;
+    let (viewer, mut screen) = viewer_of(&mut host, &workspace, &target.session_id, &[]).await;
     receive_host_text(&mut screen, "full-screen").await;
-    host.write_input(&viewer.session_id, "\x1d").await;
+    host.write_input(&viewer, "\x1d").await;
     let after = receive_host_text(&mut screen, "detached from").await;
     assert!(
         after.contains("\x1b[?2004l\x1b[?1049l\x1b[?25h\x1b[0m"),
@@ -267,28 +275,19 @@ async fn the_detach_key_can_be_chosen() {
             ],
         ))
         .await;
-    let cli = binary("holdfast");
-    let viewer = host
-        .create_session(session_request(
-            &workspace,
-            &[
-                cli.to_str().expect("utf-8 path"),
-                "--addr",
-                &host.address,
-                "--detach-key",
-                "^q",
-                "attach",
-                &target.session_id,
-            ],
-        ))
-        .await;
-    let mut screen = host.attach(&viewer.session_id, None).await;
+    let (viewer, mut screen) = viewer_of(
+        &mut host,
+        &workspace,
+        &target.session_id,
+        &["--detach-key", "^q"],
+    )
+    .await;
     receive_host_text(&mut screen, "keys").await;
     let mut typed = host.attach(&target.session_id, None).await;
-    host.write_input(&viewer.session_id, "\x1d").await;
+    host.write_input(&viewer, "\x1d").await;
     // The program got Ctrl-]: the viewer is still attached.
     receive_host_text(&mut typed, "got 1d").await;
-    host.write_input(&viewer.session_id, "\x11").await;
+    host.write_input(&viewer, "\x11").await;
     receive_host_text(&mut screen, "detached from").await;
 }
 
@@ -504,27 +503,14 @@ async fn attach_goes_on_across_a_host_service_restart() {
             &["sh", "-c", "echo before-restart; exec cat"],
         ))
         .await;
-    let cli = binary("holdfast");
-    let viewer = host
-        .create_session(session_request(
-            &workspace,
-            &[
-                cli.to_str().expect("utf-8 path"),
-                "--addr",
-                &host.address,
-                "attach",
-                &target.session_id,
-            ],
-        ))
-        .await;
-    let mut screen = host.attach(&viewer.session_id, None).await;
+    let (viewer, mut screen) = viewer_of(&mut host, &workspace, &target.session_id, &[]).await;
     receive_host_text(&mut screen, "before-restart").await;
 
     // A crash: the CLI's streams break mid-session.
     host.stop(rustix::process::Signal::KILL);
     let mut host = home.start_listening(&listen, &[]).await;
-    host.write_input(&viewer.session_id, "after\r").await;
-    let mut screen = host.attach(&viewer.session_id, None).await;
+    host.write_input(&viewer, "after\r").await;
+    let mut screen = host.attach(&viewer, None).await;
     let shown = receive_host_text(&mut screen, "after\r\nafter\r\n").await;
     assert_eq!(
         shown.matches("before-restart").count(),
@@ -536,8 +522,8 @@ async fn attach_goes_on_across_a_host_service_restart() {
     // An update: stopped in good order, then started again.
     host.stop(rustix::process::Signal::TERM);
     let host = home.start_listening(&listen, &[]).await;
-    host.write_input(&viewer.session_id, "again\r").await;
-    let mut screen = host.attach(&viewer.session_id, None).await;
+    host.write_input(&viewer, "again\r").await;
+    let mut screen = host.attach(&viewer, None).await;
     let shown = receive_host_text(&mut screen, "again\r\nagain\r\n").await;
     assert_eq!(shown.matches("before-restart").count(), 1, "{shown:?}");
     assert_eq!(shown.matches("after").count(), 2, "{shown:?}");

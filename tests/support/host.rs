@@ -373,7 +373,7 @@ pub async fn receive_host_exit(
 pub async fn grpc_web_call(address: &str, host: Option<&str>, origin: &str) -> String {
     let authority = address.trim_start_matches("http://");
     let host = host.unwrap_or(authority);
-    let mut stream = tokio::net::TcpStream::connect(authority)
+    let stream = tokio::net::TcpStream::connect(authority)
         .await
         .expect("connect");
     // An empty ListWorkspacesRequest: flag 0, length 0.
@@ -382,8 +382,15 @@ pub async fn grpc_web_call(address: &str, host: Option<&str>, origin: &str) -> S
         "POST /holdfast.host.v1.WorkspaceService/ListWorkspaces HTTP/1.1\r\nHost: {host}\r\nOrigin: {origin}\r\nContent-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
-    stream.write_all(head.as_bytes()).await.expect("write");
-    stream.write_all(&body).await.expect("write");
+    let mut request = head.into_bytes();
+    request.extend_from_slice(&body);
+    http_exchange(stream, &request).await
+}
+
+/// Sends a whole HTTP/1.1 request (`Connection: close`); the response,
+/// lower case.
+async fn http_exchange(mut stream: tokio::net::TcpStream, request: &[u8]) -> String {
+    stream.write_all(request).await.expect("write");
     let mut response = Vec::new();
     tokio::time::timeout(super::PATIENCE, stream.read_to_end(&mut response))
         .await
@@ -396,17 +403,11 @@ pub async fn grpc_web_call(address: &str, host: Option<&str>, origin: &str) -> S
 /// `headers`; the response head, lower case.
 pub async fn grpc_web_preflight(address: &str, origin: &str, headers: &str) -> String {
     let authority = address.trim_start_matches("http://");
-    let mut stream = tokio::net::TcpStream::connect(authority)
+    let stream = tokio::net::TcpStream::connect(authority)
         .await
         .expect("connect");
     let head = format!(
         "OPTIONS /holdfast.host.v1.WorkspaceService/ListWorkspaces HTTP/1.1\r\nHost: {authority}\r\nOrigin: {origin}\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: {headers}\r\nConnection: close\r\n\r\n"
     );
-    stream.write_all(head.as_bytes()).await.expect("write");
-    let mut response = Vec::new();
-    tokio::time::timeout(super::PATIENCE, stream.read_to_end(&mut response))
-        .await
-        .expect("in time")
-        .expect("read");
-    String::from_utf8_lossy(&response).to_ascii_lowercase()
+    http_exchange(stream, head.as_bytes()).await
 }
