@@ -12,7 +12,9 @@ use std::net::SocketAddr;
 
 use netlink_packet_core::{NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload};
 use netlink_packet_sock_diag::SockDiagMessage;
-use netlink_packet_sock_diag::constants::{AF_INET, AF_INET6, IPPROTO_TCP};
+use netlink_packet_sock_diag::constants::{
+    AF_INET, AF_INET6, IPPROTO_TCP, TCP_SYN_RECV, TCP_TIME_WAIT,
+};
 use netlink_packet_sock_diag::inet::{ExtensionFlags, InetRequest, SocketId, StateFlags};
 use netlink_sys::protocols::NETLINK_SOCK_DIAG;
 
@@ -25,14 +27,62 @@ pub enum PeerError {
     /// The kernel's answer was not one this reads.
     #[error("the kernel's answer about the socket is unreadable: {0}")]
     Answer(String),
+    /// The socket is not one whose owner the kernel reports: a socket
+    /// closed and waiting out its time (TIME_WAIT), or one whose handshake
+    /// the listener has not finished (SYN_RECV): both report uid 0,
+    /// whoever made them.
+    #[error("the socket's owner cannot be told in its state ({state})")]
+    OwnerUnknown {
+        /// The TCP state, as the kernel numbers them.
+        state: u8,
+    },
 }
 
-/// The uid that owns the socket at `peer` connected to this end, `local`:
-/// one exact lookup through sock_diag (`ss` asks the same way). Reading
+/// What the kernel says of the socket at the other end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerSocket {
+    /// Its owner, as the kernel reports it.
+    pub uid: u32,
+    /// Its TCP state, as the kernel numbers them.
+    pub state: u8,
+    /// Its inode: 0 once no process holds it (closed, or still in its
+    /// listener's queue).
+    pub inode: u32,
+}
+
+impl PeerSocket {
+    /// Whether its handshake is still under way on the listener's side:
+    /// asked again a moment later, it is a full socket.
+    pub fn handshaking(&self) -> bool {
+        self.state == TCP_SYN_RECV
+    }
+
+    /// The owner, if the kernel reports the real one: not for a socket
+    /// waiting out its time or still handshaking (both report uid 0).
+    pub fn owner(&self) -> Result<u32, PeerError> {
+        if matches!(self.state, TCP_SYN_RECV | TCP_TIME_WAIT) {
+            return Err(PeerError::OwnerUnknown { state: self.state });
+        }
+        Ok(self.uid)
+    }
+
+    /// The owner of a client's end, as its server sees it: a socket a
+    /// process still holds (a client that closed already could be
+    /// anyone's: its socket may report uid 0).
+    pub fn client_owner(&self) -> Result<u32, PeerError> {
+        if self.inode == 0 {
+            return Err(PeerError::OwnerUnknown { state: self.state });
+        }
+        self.owner()
+    }
+}
+
+/// The socket at `peer` connected to this end, `local`, as the kernel
+/// sees it: one exact lookup through sock_diag (`ss` asks the same way). Reading
 /// `/proc/net/tcp` instead walks the kernel's whole hash table, 5 ms here
 /// however few sockets there are. Meaningful for loopback connections
 /// only (for others the other end is not this machine's).
-pub fn owner(local: SocketAddr, peer: SocketAddr) -> Result<u32, PeerError> {
+pub fn lookup(local: SocketAddr, peer: SocketAddr) -> Result<PeerSocket, PeerError> {
     let socket = netlink_sys::Socket::new(NETLINK_SOCK_DIAG)?;
     socket.connect(&netlink_sys::SocketAddr::new(0, 0))?;
     let mut header = NetlinkHeader::default();
@@ -66,9 +116,11 @@ pub fn owner(local: SocketAddr, peer: SocketAddr) -> Result<u32, PeerError> {
     let answer = NetlinkMessage::<SockDiagMessage>::deserialize(&answer)
         .map_err(|error| PeerError::Answer(error.to_string()))?;
     match answer.payload {
-        NetlinkPayload::InnerMessage(SockDiagMessage::InetResponse(response)) => {
-            Ok(response.header.uid)
-        }
+        NetlinkPayload::InnerMessage(SockDiagMessage::InetResponse(response)) => Ok(PeerSocket {
+            uid: response.header.uid,
+            state: response.header.state,
+            inode: response.header.inode,
+        }),
         // ENOENT: no such socket (the connection is gone).
         NetlinkPayload::Error(error) => Err(PeerError::Diag(error.to_io())),
         other => Err(PeerError::Answer(format!("{other:?}"))),
@@ -92,20 +144,31 @@ mod tests {
             std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
         let (server, _) = listener.accept().expect("accept");
         let me = rustix::process::getuid().as_raw();
-        let server_side = owner(
+        let server_side = lookup(
+            server.local_addr().expect("local"),
+            server.peer_addr().expect("peer"),
+        )
+        .expect("the client's end");
+        assert_eq!(server_side.client_owner().expect("an open socket"), me);
+        let client_side = lookup(
+            client.local_addr().expect("local"),
+            client.peer_addr().expect("peer"),
+        )
+        .expect("the server's end");
+        assert_eq!(client_side.owner().expect("a full socket"), me);
+        assert!(is_trusted(me));
+        let nobody = "127.0.0.1:1".parse().expect("addr");
+        assert!(matches!(lookup(nobody, nobody), Err(PeerError::Diag(_))));
+
+        // A client that closed first: its end waits out its time, and
+        // reports uid 0 whoever made it; it is not taken for root's.
+        let (local, peer) = (
             server.local_addr().expect("local"),
             server.peer_addr().expect("peer"),
         );
-        assert_eq!(server_side.expect("the client's end"), me);
-        let client_side = owner(
-            client.local_addr().expect("local"),
-            client.peer_addr().expect("peer"),
-        );
-        assert_eq!(client_side.expect("the server's end"), me);
-        assert!(is_trusted(me));
         drop(client);
         drop(server);
-        let nobody = "127.0.0.1:1".parse().expect("addr");
-        assert!(matches!(owner(nobody, nobody), Err(PeerError::Diag(_))));
+        let closed = lookup(local, peer).expect("still there, closing");
+        assert!(closed.client_owner().is_err(), "{closed:?}");
     }
 }

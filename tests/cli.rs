@@ -338,11 +338,10 @@ async fn an_interrupt_from_outside_detaches() {
 /// byte reaches the program once it reads, none twice.
 #[tokio::test]
 async fn a_large_paste_into_a_busy_program_arrives_whole() {
+    use std::io::{BufRead, BufReader, Read, Write};
     let home = HostHome::new();
     let host = home.start(&["--operation-timeout-ms", "300"]).await;
-    let paste = home.dir.path().join("paste");
-    std::fs::write(&paste, "p".repeat(300_000)).expect("write the paste");
-    let output = Command::new(binary("holdfast"))
+    let mut command = Command::new(binary("holdfast"))
         .args([
             "--addr",
             &host.address,
@@ -351,15 +350,32 @@ async fn a_large_paste_into_a_busy_program_arrives_whole() {
             "--",
             "sh",
             "-c",
-            "stty raw -echo; sleep 1; timeout --foreground 20 head -c 300000 | wc -c",
+            "stty raw -echo; echo ready; sleep 1; timeout --foreground 20 head -c 300000 | wc -c",
         ])
-        .stdin(std::fs::File::open(&paste).expect("open the paste"))
-        .output()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("run holdfast");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mut stdout = BufReader::new(command.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    // Pasted once the terminal is raw (a cooked one keeps 4 KiB a line).
+    while !line.contains("ready") {
+        line.clear();
+        assert!(
+            stdout.read_line(&mut line).expect("read") > 0,
+            "ended early"
+        );
+    }
+    let mut stdin = command.stdin.take().expect("stdin");
+    stdin.write_all(&[b'p'; 300_000]).expect("paste");
+    drop(stdin);
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).expect("read");
+    let output = command.wait_with_output().expect("wait");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout} {stderr}");
-    assert_eq!(stdout.trim(), "300000", "{stderr}");
+    assert!(output.status.success(), "{rest} {stderr}");
+    assert_eq!(rest.trim(), "300000", "{stderr}");
 }
 
 /// A session ended by a signal: the command's status is 128 plus the

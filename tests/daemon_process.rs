@@ -438,6 +438,22 @@ async fn a_detached_daemons_log_removed_with_its_directory_is_opened_again() {
         async move { text.contains("logging to a new one").then_some(()) }
     })
     .await;
+
+    // Another user's doing (a link put at the path, here to a file of
+    // ours): never followed; the daemon says so in the file it has.
+    let moved = dir.path().join("ptyd.log.2");
+    let target = dir.path().join("elsewhere");
+    std::fs::write(&target, "").expect("a file to point at");
+    std::fs::rename(&log, &moved).expect("move the log");
+    std::os::unix::fs::symlink(&target, &log).expect("plant a link");
+    eventually("the daemon to refuse the link", || {
+        let text = std::fs::read_to_string(&moved).unwrap_or_default();
+        async move { text.contains("cannot be opened again").then_some(()) }
+    })
+    .await;
+    assert_eq!(std::fs::read_to_string(&target).expect("target"), "");
+    std::fs::remove_file(&log).expect("remove the link");
+    std::fs::rename(&moved, &log).expect("put the log back");
     rustix::process::kill_process(daemon.0, rustix::process::Signal::TERM).expect("stop");
     process_gone(pid).await;
     assert!(

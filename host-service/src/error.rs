@@ -90,10 +90,10 @@ impl From<Error> for tonic::Status {
                 | tonic::Code::NotFound
                 | tonic::Code::FailedPrecondition
                 | tonic::Code::AlreadyExists => Self::new(status.code(), message),
-                // Process or memory limits: the daemon is fine, and a
-                // retry later may work.
+                // Process or memory limits, or input its program has not
+                // read: the daemon is fine, and a retry later may work.
                 tonic::Code::ResourceExhausted => {
-                    tracing::warn!(%message, "the pty-daemon could not start a program now");
+                    tracing::debug!(%message, "the pty-daemon is out of room");
                     Self::resource_exhausted(message)
                 }
                 code => {

@@ -35,7 +35,7 @@ impl PeerOwner {
             (Err(error), _) | (_, Err(error)) => return Self::Unknown(error.to_string()),
         };
         // One request to the kernel, answered in microseconds.
-        match loopback_peer::owner(local, peer) {
+        match loopback_peer::lookup(local, peer).and_then(|socket| socket.client_owner()) {
             Ok(uid) if loopback_peer::is_trusted(uid) => Self::Trusted,
             Ok(uid) => Self::Other(uid),
             Err(error) => Self::Unknown(error.to_string()),

@@ -78,12 +78,31 @@ fn reopen(path: &Path) -> io::Result<FileId> {
 }
 
 /// The log is the user's only: it may hold what programs were started.
+/// Opened again after its directory was removed, the path may be one
+/// another user made: so never through a link, and only a file of ours
+/// that no other name reaches.
 fn open_at(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
+    use std::os::unix::fs::MetadataExt;
+    let file = OpenOptions::new()
         .create(true)
         .append(true)
         .mode(0o600)
-        .open(path)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    let metadata = file.metadata()?;
+    let ours = metadata.uid() == rustix::process::getuid().as_raw();
+    if !metadata.is_file() || !ours || metadata.nlink() != 1 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is not a file of this user's alone (owner uid {}, {} names)",
+                path.display(),
+                metadata.uid(),
+                metadata.nlink()
+            ),
+        ));
+    }
+    Ok(file)
 }
 
 fn kept() -> std::sync::MutexGuard<'static, Option<Kept>> {

@@ -33,11 +33,12 @@ impl DetachKey {
             return Ok(Self(None));
         }
         match text.as_bytes() {
-            [b'^', key] if key.is_ascii_alphabetic() || b"@[\\]^_".contains(key) => {
+            // Not ^[: that is ESC, which begins every arrow key.
+            [b'^', key] if key.is_ascii_alphabetic() || b"@\\]^_".contains(key) => {
                 Ok(Self(Some(key.to_ascii_uppercase() & 0x1f)))
             }
             _ => Err(format!(
-                "{text:?} is no control key: write it as ^ and a letter or one of @[\\]^_ (e.g. ^]), or none"
+                "{text:?} is no detach key: write it as ^ and a letter or one of @\\]^_ (e.g. ^]), or none"
             )),
         }
     }
@@ -625,7 +626,7 @@ mod tests {
         assert_eq!(DetachKey::parse("^q"), Ok(DetachKey(Some(0x11))));
         assert_eq!(DetachKey::parse("^@"), Ok(DetachKey(Some(0))));
         assert_eq!(DetachKey::parse("none"), Ok(DetachKey(None)));
-        for bad in ["", "]", "^", "^1", "^]]", "ctrl-]"] {
+        for bad in ["", "]", "^", "^1", "^]]", "ctrl-]", "^["] {
             assert!(DetachKey::parse(bad).is_err(), "{bad:?}");
         }
     }

@@ -36,7 +36,7 @@ struct Cli {
     )]
     auth_token: Option<String>,
     /// The key that detaches `attach` and `new --attach`: ^ and a letter
-    /// or one of @[\]^_, or `none`.
+    /// or one of @\]^_, or `none`.
     #[arg(
         long,
         env = "HOLDFAST_DETACH_KEY",

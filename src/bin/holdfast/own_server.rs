@@ -24,8 +24,8 @@ pub async fn connect(uri: Uri) -> io::Result<TokioIo<TcpStream>> {
     // Short answers go out at once (Nagle would hold them for the ACK).
     stream.set_nodelay(true)?;
     let (local, peer) = (stream.local_addr()?, stream.peer_addr()?);
-    if peer.ip().is_loopback() {
-        let owner = loopback_peer::owner(local, peer).map_err(io::Error::other)?;
+    if peer.ip().to_canonical().is_loopback() {
+        let owner = server_owner(local, peer).await?;
         if !loopback_peer::is_trusted(owner) {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
@@ -37,4 +37,23 @@ pub async fn connect(uri: Uri) -> io::Result<TokioIo<TcpStream>> {
         }
     }
     Ok(TokioIo::new(stream))
+}
+
+/// The owner of the listening end. Its side of the handshake may still be
+/// under way for a moment after ours is done; a listener that keeps it
+/// there (`TCP_DEFER_ACCEPT`, to pass as root's) gets nothing.
+async fn server_owner(local: std::net::SocketAddr, peer: std::net::SocketAddr) -> io::Result<u32> {
+    for _ in 0..50 {
+        let socket = loopback_peer::lookup(local, peer).map_err(io::Error::other)?;
+        if !socket.handshaking() {
+            return socket.owner().map_err(io::Error::other);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    Err(io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "{peer} never finished its side of the connection, so whose it is cannot be told: nothing was sent to it"
+        ),
+    ))
 }

@@ -18,6 +18,9 @@ const PRIVATE_MODES: &[(u16, &str)] = &[
     (1006, "\x1b[?1006l"),
     (1015, "\x1b[?1015l"),
     (2004, "\x1b[?2004l"),
+    // Focus reports, and output held back until told (synchronized).
+    (1004, "\x1b[?1004l"),
+    (2026, "\x1b[?2026l"),
     // Application cursor keys.
     (1, "\x1b[?1l"),
 ];
@@ -101,7 +104,10 @@ impl TerminalModes {
             reset.push_str("\x1b[?25h");
         }
         if !reset.is_empty() {
-            // Colours and attributes left set, too.
+            // Colours and attributes left set, too; and first, CAN ends
+            // any sequence the output stopped in the middle of, which
+            // would swallow these.
+            reset.insert(0, '\x18');
             reset.push_str("\x1b[0m");
         }
         reset
@@ -122,7 +128,7 @@ mod tests {
         modes.follow(b"04h\x1b=\x1b[?1000;1006h\x1b[?25l");
         assert_eq!(
             modes.reset(),
-            "\x1b[?1006l\x1b[?1000l\x1b[?2004l\x1b[?1049l\x1b>\x1b[?25h\x1b[0m"
+            "\x18\x1b[?1006l\x1b[?1000l\x1b[?2004l\x1b[?1049l\x1b>\x1b[?25h\x1b[0m"
         );
         // As it exits: all switched back by the program itself.
         modes.follow(b"\x1b[?1000;1006l\x1b[?2004l\x1b>\x1b[?25h\x1b[?1049l");
