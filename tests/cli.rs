@@ -333,9 +333,11 @@ async fn an_interrupt_from_outside_detaches() {
     );
 }
 
-/// A paste far larger than a terminal holds, into a program that reads
-/// nothing for longer than the host-service waits on the daemon: every
-/// byte reaches the program once it reads, none twice.
+/// A paste far larger than a terminal holds, and than the 1 MiB the
+/// daemon holds for a program, into one that reads nothing for longer
+/// than the host-service waits on the daemon: the CLI sends the refused
+/// keys again, and every byte reaches the program once it reads, in
+/// order, none twice.
 #[tokio::test]
 async fn a_large_paste_into_a_busy_program_arrives_whole() {
     use std::io::{BufRead, BufReader, Read, Write};
@@ -350,7 +352,7 @@ async fn a_large_paste_into_a_busy_program_arrives_whole() {
             "--",
             "sh",
             "-c",
-            "stty raw -echo; echo ready; sleep 1; timeout --foreground 20 head -c 300000 | wc -c",
+            "stty raw -echo; echo ready; sleep 1; timeout --foreground 20 head -c 1500000 | wc -c",
         ])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -368,14 +370,14 @@ async fn a_large_paste_into_a_busy_program_arrives_whole() {
         );
     }
     let mut stdin = command.stdin.take().expect("stdin");
-    stdin.write_all(&[b'p'; 300_000]).expect("paste");
+    stdin.write_all(&[b'p'; 1_500_000]).expect("paste");
     drop(stdin);
     let mut rest = String::new();
     stdout.read_to_string(&mut rest).expect("read");
     let output = command.wait_with_output().expect("wait");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{rest} {stderr}");
-    assert_eq!(rest.trim(), "300000", "{stderr}");
+    assert_eq!(rest.trim(), "1500000", "{stderr}");
 }
 
 /// A session ended by a signal: the command's status is 128 plus the

@@ -211,6 +211,7 @@ async fn relay(
     let mut keyboard = Keyboard::new(detach_key);
     let mut stdout = std::io::stdout();
     let mut typing = Typing::NotYet;
+    let mut held = HeldKeys::default();
     // Where the output shown so far ends, to attach again from there.
     let mut shown_to: Option<u64> = None;
     let ending = loop {
@@ -249,25 +250,31 @@ async fn relay(
                         typing = Typing::NotYet;
                         resize_to_terminal(clients, &session_id).await;
                         // Keys typed meanwhile, in order.
-                        let typed = std::mem::take(&mut keyboard.typed);
-                        if !typed.is_empty() {
-                            send_keys(&mut typing, clients, &session_id, &typed).await?;
-                        }
+                        held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
                     }
                     Reattached::Detached => break Ending::Detached,
                     Reattached::GaveUp(why) => break Ending::Lost(why),
                 }
             }
-            read = keyboard.read(), if keyboard.open => match read? {
-                Keys::Typed(typed) => send_keys(&mut typing, clients, &session_id, &typed).await?,
+            read = keyboard.read(), if keyboard.takes_more() => match read? {
+                Keys::Typed(typed) => {
+                    keyboard.typed.extend_from_slice(&typed);
+                    if !held.refused() {
+                        held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
+                    }
+                }
                 Keys::Detach(typed) => {
-                    if !typed.is_empty() {
-                        send_keys(&mut typing, clients, &session_id, &typed).await?;
+                    keyboard.typed.extend_from_slice(&typed);
+                    if !held.refused() {
+                        held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
                     }
                     break Ending::Detached;
                 }
                 Keys::Ended => {}
             },
+            () = held.retry(), if held.refused() => {
+                held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
+            }
             _ = window_changes.recv() => resize_to_terminal(clients, &session_id).await,
             () = ends.recv() => break Ending::Detached,
         }
@@ -324,42 +331,23 @@ fn is_verdict(status: &tonic::Status) -> bool {
     )
 }
 
-/// Sends keys; a host-service going away meanwhile is no reason to stop
-/// (the attach stream breaks too, and is opened again), but whether these
-/// keys reached the session is then unknown, and the user is told. Keys
-/// refused because the program reads no input are sent again (output is
-/// not shown meanwhile).
+/// Sends keys; false when they were refused because the program has not
+/// read what it was sent (none of them were taken). A host-service going
+/// away meanwhile is no reason to stop (the attach stream breaks too, and
+/// is opened again), but whether these keys reached the session is then
+/// unknown, and the user is told.
 async fn send_keys(
     typing: &mut Typing,
     clients: &mut Clients,
     session_id: &str,
     keys: &[u8],
-) -> anyhow::Result<()> {
-    let mut answer = typing.send(clients, session_id, keys).await;
-    // The program has not read what it was sent, and the daemon holds all
-    // it will: these keys were not taken, so they are sent again once it
-    // reads, for as long as a host-service gets to come back.
-    let give_up = Instant::now() + REATTACH_PATIENCE;
-    let mut pause = Duration::from_millis(20);
-    while let Err(status) = &answer {
-        if status.code() != tonic::Code::ResourceExhausted || Instant::now() >= give_up {
-            break;
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(REATTACH_PAUSE_MAX);
-        *typing = Typing::NotYet;
-        answer = typing.send(clients, session_id, keys).await;
-    }
-    match answer {
-        Ok(()) => Ok(()),
+) -> anyhow::Result<bool> {
+    match typing.send(clients, session_id, keys).await {
+        Ok(()) => Ok(true),
         Err(status) if status.code() == tonic::Code::ResourceExhausted => {
+            // The refusal ended the input stream.
             *typing = Typing::NotYet;
-            eprint!(
-                "\r\n[holdfast: the program has not read its input for {} s; {} bytes typed were dropped]\r\n",
-                REATTACH_PATIENCE.as_secs(),
-                keys.len()
-            );
-            Ok(())
+            Ok(false)
         }
         Err(status) if is_verdict(&status) => Err(refused(status)),
         Err(status) => {
@@ -369,8 +357,69 @@ async fn send_keys(
                 keys.len(),
                 status.message()
             );
-            Ok(())
+            Ok(true)
         }
+    }
+}
+
+/// Keys the session refused while its program read no input: held, in
+/// order ahead of later keys, and sent again now and then, while output
+/// goes on being shown and the detach key still works.
+#[derive(Default)]
+struct HeldKeys {
+    /// Since when, and when to try again.
+    refused: Option<(Instant, Instant)>,
+    pause: Duration,
+}
+
+impl HeldKeys {
+    fn refused(&self) -> bool {
+        self.refused.is_some()
+    }
+
+    async fn retry(&self) {
+        if let Some((_, at)) = self.refused {
+            tokio::time::sleep_until(at.into()).await;
+        }
+    }
+
+    /// Sends what the keyboard holds; refused, holds it and tries again
+    /// later, dropping it (with a word) after [`REATTACH_PATIENCE`].
+    async fn flush(
+        &mut self,
+        typing: &mut Typing,
+        clients: &mut Clients,
+        session_id: &str,
+        keyboard: &mut Keyboard,
+    ) -> anyhow::Result<()> {
+        if keyboard.typed.is_empty() {
+            self.refused = None;
+            return Ok(());
+        }
+        let keys = std::mem::take(&mut keyboard.typed);
+        if send_keys(typing, clients, session_id, &keys).await? {
+            self.refused = None;
+            return Ok(());
+        }
+        let now = Instant::now();
+        let since = self.refused.map_or(now, |(since, _)| since);
+        if now.duration_since(since) >= REATTACH_PATIENCE {
+            eprint!(
+                "\r\n[holdfast: the program has not read its input for {} s; {} bytes typed were dropped]\r\n",
+                REATTACH_PATIENCE.as_secs(),
+                keys.len()
+            );
+            self.refused = None;
+            return Ok(());
+        }
+        self.pause = if self.refused.is_some() {
+            (self.pause * 2).min(REATTACH_PAUSE_MAX)
+        } else {
+            Duration::from_millis(20)
+        };
+        self.refused = Some((since, now + self.pause));
+        keyboard.typed = keys;
+        Ok(())
     }
 }
 
@@ -401,37 +450,43 @@ async fn reattach(
             from_offset,
         };
         let mut terminals = clients.terminals.clone();
-        let answer = tokio::select! {
-            answer = terminals.attach_session(request) => answer,
-            read = keyboard.read(), if keyboard.open => match read? {
-                Keys::Detach(_) => return Ok(Reattached::Detached),
-                Keys::Typed(typed) => {
-                    keyboard.typed.extend_from_slice(&typed);
-                    continue;
-                }
-                Keys::Ended => continue,
-            },
-            () = ends.recv() => return Ok(Reattached::Detached),
+        let Some(answer) = keeping_keys(terminals.attach_session(request), keyboard, ends).await?
+        else {
+            return Ok(Reattached::Detached);
         };
         match answer {
             Ok(events) => return Ok(Reattached::Events(Box::pin(events.into_inner()))),
             Err(status) if !is_verdict(&status) && Instant::now() < give_up => {}
             Err(status) => return Ok(Reattached::GaveUp(status)),
         }
-        let pause_over = tokio::time::sleep(pause);
-        tokio::pin!(pause_over);
-        loop {
-            tokio::select! {
-                () = &mut pause_over => break,
-                read = keyboard.read(), if keyboard.open => match read? {
-                    Keys::Detach(_) => return Ok(Reattached::Detached),
-                    Keys::Typed(typed) => keyboard.typed.extend_from_slice(&typed),
-                    Keys::Ended => {}
-                },
-                () = ends.recv() => return Ok(Reattached::Detached),
-            }
+        if keeping_keys(tokio::time::sleep(pause), keyboard, ends)
+            .await?
+            .is_none()
+        {
+            return Ok(Reattached::Detached);
         }
         pause = (pause * 2).min(REATTACH_PAUSE_MAX);
+    }
+}
+
+/// Waits for `waited`, holding the keys typed meanwhile; `None` when the
+/// detach key or a signal that ends the attachment came first.
+async fn keeping_keys<T>(
+    waited: impl Future<Output = T>,
+    keyboard: &mut Keyboard,
+    ends: &mut Ends,
+) -> anyhow::Result<Option<T>> {
+    tokio::pin!(waited);
+    loop {
+        tokio::select! {
+            done = &mut waited => return Ok(Some(done)),
+            read = keyboard.read(), if keyboard.takes_more() => match read? {
+                Keys::Detach(_) => return Ok(None),
+                Keys::Typed(typed) => keyboard.typed.extend_from_slice(&typed),
+                Keys::Ended => {}
+            },
+            () = ends.recv() => return Ok(None),
+        }
     }
 }
 
@@ -485,11 +540,20 @@ struct Keyboard {
     /// Input that is not a terminal (a file, a pipe, /dev/null) may end
     /// long before the program does: the output is still shown to the end.
     open: bool,
-    /// Keys typed while attaching again.
+    /// Keys typed and not sent yet (attaching again, or refused).
     typed: Vec<u8>,
 }
 
+/// Most keys held while they cannot be sent; beyond it the keyboard is
+/// left unread (the terminal holds what comes).
+const MAX_HELD_KEYS: usize = 1 << 20;
+
 impl Keyboard {
+    /// Whether to read the keyboard now.
+    fn takes_more(&self) -> bool {
+        self.open && self.typed.len() < MAX_HELD_KEYS
+    }
+
     fn new(detach_key: DetachKey) -> Self {
         Self {
             stdin: tokio::io::stdin(),
