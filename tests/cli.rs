@@ -7,6 +7,26 @@ use std::process::{Command, Output};
 use support::host::*;
 use support::*;
 
+/// A host-service in a home of its own, with one session running `script`
+/// (`sh -c`) in a workspace named `name`.
+async fn host_running(
+    name: &str,
+    script: &str,
+) -> (
+    HostHome,
+    HostService,
+    String,
+    holdfast::proto::host::v1::Session,
+) {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace(name).await.workspace_id;
+    let target = host
+        .create_session(session_request(&workspace, &["sh", "-c", script]))
+        .await;
+    (home, host, workspace, target)
+}
+
 /// Runs `holdfast [flags] attach TARGET` in a session of `host` (a real
 /// terminal) and opens that terminal's screen; returns the viewer's id.
 async fn viewer_of(
@@ -234,19 +254,11 @@ async fn commands_run_at_once_share_one_default_workspace() {
 /// with a cursor, and pastes are not bracketed.
 #[tokio::test]
 async fn detaching_switches_back_the_modes_a_program_set() {
-    let home = HostHome::new();
-    let mut host = home.start(&[]).await;
-    let workspace = host.create_workspace("modes").await.workspace_id;
-    let target = host
-        .create_session(session_request(
-            &workspace,
-            &[
-                "sh",
-                "-c",
-                "printf '\\033[?1049h\\033[?2004h\\033[?25l'; echo full-screen; exec sleep 600",
-            ],
-        ))
-        .await;
+    let (_home, mut host, workspace, target) = host_running(
+        "modes",
+        "printf '\\033[?1049h\\033[?2004h\\033[?25l'; echo full-screen; exec sleep 600",
+    )
+    .await;
     let (viewer, mut screen) = viewer_of(&mut host, &workspace, &target.session_id, &[]).await;
     receive_host_text(&mut screen, "full-screen").await;
     host.write_input(&viewer, "\x1d").await;
@@ -261,20 +273,12 @@ async fn detaching_switches_back_the_modes_a_program_set() {
 /// the program, and the chosen key detaches.
 #[tokio::test]
 async fn the_detach_key_can_be_chosen() {
-    let home = HostHome::new();
-    let mut host = home.start(&[]).await;
-    let workspace = host.create_workspace("keys").await.workspace_id;
-    let target = host
-        .create_session(session_request(
-            &workspace,
-            &[
-                "sh",
-                "-c",
-                "stty raw -echo; echo keys; \
-                 while :; do echo \"got$(dd bs=1 count=1 2>/dev/null | od -An -tx1)\"; done",
-            ],
-        ))
-        .await;
+    let (_home, mut host, workspace, target) = host_running(
+        "keys",
+        "stty raw -echo; echo keys; \
+             while :; do echo \"got$(dd bs=1 count=1 2>/dev/null | od -An -tx1)\"; done",
+    )
+    .await;
     let (viewer, mut screen) = viewer_of(
         &mut host,
         &workspace,
@@ -297,15 +301,8 @@ async fn the_detach_key_can_be_chosen() {
 #[tokio::test]
 async fn an_interrupt_from_outside_detaches() {
     use std::io::{BufRead, BufReader};
-    let home = HostHome::new();
-    let mut host = home.start(&[]).await;
-    let workspace = host.create_workspace("interrupt").await.workspace_id;
-    let target = host
-        .create_session(session_request(
-            &workspace,
-            &["sh", "-c", "echo ready; exec sleep 600"],
-        ))
-        .await;
+    let (_home, mut host, workspace, target) =
+        host_running("interrupt", "echo ready; exec sleep 600").await;
     for signal in [rustix::process::Signal::INT, rustix::process::Signal::QUIT] {
         let mut viewer = Command::new(binary("holdfast"))
             .args(["--addr", &host.address, "attach", &target.session_id])

@@ -256,22 +256,15 @@ async fn relay(
                     Reattached::GaveUp(why) => break Ending::Lost(why),
                 }
             }
-            read = keyboard.read(), if keyboard.takes_more() => match read? {
-                Keys::Typed(typed) => {
-                    keyboard.typed.extend_from_slice(&typed);
-                    if !held.refused() {
-                        held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
-                    }
+            read = keyboard.read(), if keyboard.takes_more() => {
+                let read = read?;
+                if !held.refused() {
+                    held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
                 }
-                Keys::Detach(typed) => {
-                    keyboard.typed.extend_from_slice(&typed);
-                    if !held.refused() {
-                        held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
-                    }
+                if read == Keys::Detach {
                     break Ending::Detached;
                 }
-                Keys::Ended => {}
-            },
+            }
             () = held.retry(), if held.refused() => {
                 held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
             }
@@ -480,11 +473,11 @@ async fn keeping_keys<T>(
     loop {
         tokio::select! {
             done = &mut waited => return Ok(Some(done)),
-            read = keyboard.read(), if keyboard.takes_more() => match read? {
-                Keys::Detach(_) => return Ok(None),
-                Keys::Typed(typed) => keyboard.typed.extend_from_slice(&typed),
-                Keys::Ended => {}
-            },
+            read = keyboard.read(), if keyboard.takes_more() => {
+                if read? == Keys::Detach {
+                    return Ok(None);
+                }
+            }
             () = ends.recv() => return Ok(None),
         }
     }
@@ -523,11 +516,12 @@ impl Ends {
 }
 
 /// What was read from the keyboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Keys {
-    /// Keys to send.
-    Typed(Vec<u8>),
-    /// The detach key, after these keys to send.
-    Detach(Vec<u8>),
+    /// Keys, added to those to send.
+    Typed,
+    /// The detach key, after the keys before it were added.
+    Detach,
     /// The input ended (it is not a terminal).
     Ended,
 }
@@ -564,6 +558,8 @@ impl Keyboard {
         }
     }
 
+    /// Reads the keyboard, adding what was typed (up to the detach key)
+    /// to the keys to send.
     async fn read(&mut self) -> anyhow::Result<Keys> {
         let read = self
             .stdin
@@ -579,9 +575,12 @@ impl Keyboard {
             .detach_key
             .0
             .and_then(|key| typed.iter().position(|byte| *byte == key));
-        Ok(match detach_at {
-            Some(at) => Keys::Detach(typed[..at].to_vec()),
-            None => Keys::Typed(typed.to_vec()),
+        self.typed
+            .extend_from_slice(&typed[..detach_at.unwrap_or(read)]);
+        Ok(if detach_at.is_some() {
+            Keys::Detach
+        } else {
+            Keys::Typed
         })
     }
 }
