@@ -251,12 +251,13 @@ async fn commands_run_at_once_share_one_default_workspace() {
 
 /// Detaching from a full-screen program switches back what it switched
 /// the terminal into: the shell prompt comes back on the normal screen,
-/// with a cursor, and pastes are not bracketed.
+/// with a cursor, pastes are not bracketed, and keys are not sent in the
+/// kitty keyboard protocol.
 #[tokio::test]
 async fn detaching_switches_back_the_modes_a_program_set() {
     let (_home, mut host, workspace, target) = host_running(
         "modes",
-        "printf '\\033[?1049h\\033[?2004h\\033[?25l'; echo full-screen; exec sleep 600",
+        "printf '\\033[?1049h\\033[>1u\\033[?2004h\\033[?25l'; echo full-screen; exec sleep 600",
     )
     .await;
     let (viewer, mut screen) = viewer_of(&mut host, &workspace, &target.session_id, &[]).await;
@@ -264,7 +265,7 @@ async fn detaching_switches_back_the_modes_a_program_set() {
     host.write_input(&viewer, "\x1d").await;
     let after = receive_host_text(&mut screen, "detached from").await;
     assert!(
-        after.contains("\x1b[?2004l\x1b[?1049l\x1b[?25h\x1b[0m"),
+        after.contains("\x1b[<1u\x1b[?2004l\x1b[?1049l\x1b[?25h\x1b[0m"),
         "the modes are switched back before the detach is told: {after:?}"
     );
 }

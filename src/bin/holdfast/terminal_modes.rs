@@ -1,6 +1,6 @@
 //! The modes a session's program switched this terminal into (the
 //! alternate screen, a hidden cursor, mouse reporting, bracketed paste,
-//! application keys), followed in its output with a real VT parser, so
+//! application keys, the kitty keyboard protocol), followed in its output with a real VT parser, so
 //! that detaching from, say, `vim` or `htop` switches them back: the shell
 //! prompt then comes back on the normal screen, with a cursor, and clicks
 //! do not type escape codes. A program that exits restores its own.
@@ -39,10 +39,40 @@ struct Modes {
     cursor_hidden: bool,
     /// The keypad sends application sequences (`ESC =`).
     keypad_application: bool,
+    /// Kitty keyboard flags the program pushed (`CSI > flags u`) and has
+    /// not popped (`CSI < n u`): the terminal keeps a stack of them, and
+    /// the shell's own entry lies beneath.
+    keyboard_pushed: u16,
+    /// The program set kitty keyboard flags in place (`CSI = flags u`)
+    /// with none of its own pushed, so changing the shell's.
+    keyboard_set: bool,
+}
+
+impl Modes {
+    /// The kitty keyboard protocol: `CSI > flags u` pushes, `CSI < n u`
+    /// pops n (1 if not given), `CSI = flags ; mode u` changes the top.
+    fn keyboard(&mut self, marker: u8, params: &vte::Params) {
+        let first = params
+            .iter()
+            .next()
+            .and_then(|param| param.first().copied());
+        match marker {
+            b'>' => self.keyboard_pushed = self.keyboard_pushed.saturating_add(1),
+            b'<' => {
+                let popped = first.filter(|n| *n > 0).unwrap_or(1);
+                self.keyboard_pushed = self.keyboard_pushed.saturating_sub(popped);
+            }
+            b'=' if self.keyboard_pushed == 0 => self.keyboard_set = true,
+            _ => {}
+        }
+    }
 }
 
 impl vte::Perform for Modes {
     fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], _: bool, action: char) {
+        if let ([marker @ (b'>' | b'<' | b'=')], 'u') = (intermediates, action) {
+            return self.keyboard(*marker, params);
+        }
         if intermediates != b"?" || !matches!(action, 'h' | 'l') {
             return;
         }
@@ -87,16 +117,24 @@ impl TerminalModes {
     }
 
     /// What switches the modes now on back off, latest first (the
-    /// alternate screen is left after the modes set in it).
+    /// alternate screen is left after the modes set in it, and the
+    /// keyboard flags pushed in it are popped before).
     pub fn reset(&self) -> String {
-        let mut reset: String = self
-            .modes
-            .on
-            .iter()
-            .rev()
-            .filter_map(|mode| PRIVATE_MODES.iter().find(|(known, _)| known == mode))
-            .map(|(_, sequence)| *sequence)
-            .collect();
+        let mut reset = String::new();
+        if self.modes.keyboard_pushed > 0 {
+            reset.push_str(&format!("\x1b[<{}u", self.modes.keyboard_pushed));
+        }
+        if self.modes.keyboard_set {
+            reset.push_str("\x1b[=0;1u");
+        }
+        reset.extend(
+            self.modes
+                .on
+                .iter()
+                .rev()
+                .filter_map(|mode| PRIVATE_MODES.iter().find(|(known, _)| known == mode))
+                .map(|(_, sequence)| *sequence),
+        );
         if self.modes.keypad_application {
             reset.push_str("\x1b>");
         }
@@ -133,5 +171,28 @@ mod tests {
         // As it exits: all switched back by the program itself.
         modes.follow(b"\x1b[?1000;1006l\x1b[?2004l\x1b>\x1b[?25h\x1b[?1049l");
         assert_eq!(modes.reset(), "");
+    }
+
+    #[test]
+    fn kitty_keyboard_flags_pushed_are_popped_and_those_set_cleared() {
+        // As helix or neovim start: alternate screen, then flags pushed,
+        // twice over; one popped again.
+        let mut modes = TerminalModes::new();
+        modes.follow(b"\x1b[?1049h\x1b[>1u\x1b[>3u\x1b[<u");
+        assert_eq!(modes.reset(), "\x18\x1b[<1u\x1b[?1049l\x1b[0m");
+        modes.follow(b"\x1b[<5u");
+        assert_eq!(
+            modes.reset(),
+            "\x18\x1b[?1049l\x1b[0m",
+            "popped past its own"
+        );
+        // Flags changed in place with none pushed are the shell's: cleared.
+        let mut modes = TerminalModes::new();
+        modes.follow(b"\x1b[=1;1u\x1b[?u");
+        assert_eq!(modes.reset(), "\x18\x1b[=0;1u\x1b[0m");
+        // Changed in place on top of its own push: popping undoes it.
+        let mut modes = TerminalModes::new();
+        modes.follow(b"\x1b[>1u\x1b[=5u");
+        assert_eq!(modes.reset(), "\x18\x1b[<1u\x1b[0m");
     }
 }
