@@ -408,6 +408,81 @@ async fn an_attacher_that_stops_reading_does_not_stop_the_program() {
     assert!(received.exited.is_some());
 }
 
+/// A daemon client with HTTP/2's initial 64 KiB stream window (hyper's
+/// default is 2 MiB): the daemon cannot send far ahead of its reading.
+async fn narrow_window_client(daemon: &Daemon) -> DaemonClient {
+    let socket = daemon.socket.clone();
+    let channel = tonic::transport::Endpoint::from_static("http://localhost")
+        .initial_stream_window_size(65_535)
+        .connect_with_connector(tower::service_fn(move |_| {
+            let socket = socket.clone();
+            async move {
+                tokio::net::UnixStream::connect(socket)
+                    .await
+                    .map(hyper_util::rt::TokioIo::new)
+            }
+        }))
+        .await
+        .expect("connect to the daemon");
+    DaemonClient::new(channel)
+}
+
+/// Each laggard has its own patience. One attacher stalls; another,
+/// attached later and far behind, must still be waited for when the first
+/// one's patience runs out, and loses nothing once it reads. Reading used
+/// to stop waiting for every laggard at once, the second one's output
+/// then lost to the ring although it read.
+#[tokio::test]
+async fn an_attacher_that_stalls_does_not_use_up_another_attachers_patience() {
+    const PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+    let patience_ms = PATIENCE.as_millis().to_string();
+    let (daemon, mut client, id, _stalled) = flood_with_an_attacher("1048576", &patience_ms).await;
+    let total = (GO_ECHO.len() + seq_output().len()) as u64;
+    assert_held_short_of(&mut client, &id, total).await;
+    let held_since = std::time::Instant::now();
+    let held = find(&mut client, &id).await.expect("listed").output_offset;
+    // Half way through the stalled one's patience, a second attacher from
+    // the oldest byte held: with a narrow window it is the ring's length
+    // behind, and it does not read yet.
+    tokio::time::sleep(PATIENCE / 2).await;
+    let mut late = narrow_window_client(&daemon).await;
+    let mut stream = attach(&mut late, &id, None).await;
+    let attached = std::time::Instant::now();
+    // Past the stalled one's patience, short of the late one's: the
+    // program must still be held for the late one.
+    let (stalled_gone, late_gone) = (held_since + PATIENCE, attached + PATIENCE);
+    let mut told_apart = false;
+    loop {
+        let offset = find(&mut client, &id).await.expect("listed").output_offset;
+        let now = std::time::Instant::now();
+        if now >= late_gone - PATIENCE / 8 {
+            break;
+        }
+        // It may read on as far as the late one's room in the ring, no
+        // further; without it, the flood runs on by megabytes.
+        assert!(
+            offset < held + 512 * 1024,
+            "reading went on without the attacher that had not used its patience ({offset} bytes, held at {held})"
+        );
+        told_apart |= now > stalled_gone + PATIENCE / 8;
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(
+        told_apart,
+        "the test ran too slowly to look between the two patiences"
+    );
+    // It reads now: all of it from where it started, nothing lost.
+    let received = receive_all(&mut stream).await;
+    assert_eq!(received.truncated, vec![], "output was lost to the ring");
+    let first = usize::try_from(received.first_offset.expect("some output")).expect("offset");
+    let whole = [GO_ECHO, &seq_output()].concat();
+    assert!(
+        received.output == whole[first..],
+        "output differs ({} bytes from offset {first})",
+        received.output.len()
+    );
+}
+
 #[tokio::test]
 async fn what_a_program_leaves_in_a_small_ring_still_reaches_its_attacher() {
     let daemon = Daemon::start_with(&[

@@ -134,12 +134,19 @@ impl State {
             .unwrap_or(now)
     }
 
-    /// Reading's patience ran out: it no longer waits for the laggards
-    /// until they catch up.
-    fn stop_waiting_for_laggards(&mut self) {
+    /// Reading's patience with some laggards ran out: it no longer waits
+    /// for those until they catch up. Each has its own patience, so one
+    /// that stalled does not cost another, paused later, its turn.
+    fn stop_waiting_for_laggards(&mut self, patience: Duration) {
+        let now = Instant::now();
         for attacher in self.laggards() {
-            attacher.waited_for = false;
-            attacher.paused = None;
+            if attacher
+                .paused
+                .is_some_and(|(since, _)| since + patience <= now)
+            {
+                attacher.waited_for = false;
+                attacher.paused = None;
+            }
         }
     }
 
@@ -646,8 +653,8 @@ impl Session {
     }
 
     /// Waits until no attacher that reading waits for is over half the ring
-    /// behind, or until the patience with the laggards runs out (then
-    /// reading stops waiting for them).
+    /// behind: each laggard until it moves on or its own patience runs out
+    /// (then reading stops waiting for it).
     async fn wait_for_attachers(&self) {
         loop {
             let until = {
@@ -660,9 +667,8 @@ impl Session {
             tokio::select! {
                 () = self.progress.notified() => {}
                 () = tokio::time::sleep_until(until) => {
-                    self.state().stop_waiting_for_laggards();
+                    self.state().stop_waiting_for_laggards(self.patience);
                     tracing::debug!(session_id = %self.id, "an attacher lags; reading on without it");
-                    return;
                 }
             }
         }
