@@ -296,6 +296,32 @@ async fn the_detach_key_can_be_chosen() {
     receive_host_text(&mut screen, "detached from").await;
 }
 
+/// Keys for a session that takes no input (its program let go of its
+/// terminal; one that exited and is being reaped answers the same) are
+/// dropped with a word, and the screen stays: the detach key still works.
+/// The CLI used to end with an error.
+#[tokio::test]
+async fn keys_a_session_cannot_take_are_dropped_with_a_word() {
+    let marks = tempfile::tempdir().expect("temp dir");
+    let let_go = marks.path().join("let-go");
+    let script = format!(
+        "echo ready; exec </dev/null >/dev/null 2>&1; touch '{}'; exec sleep 600",
+        let_go.display()
+    );
+    let (_home, mut host, workspace, target) = host_running("no-input", &script).await;
+    let (viewer, mut screen) = viewer_of(&mut host, &workspace, &target.session_id, &[]).await;
+    receive_host_text(&mut screen, "ready").await;
+    eventually("the program to let go of its terminal", || {
+        let let_go = let_go.clone();
+        async move { let_go.exists().then_some(()) }
+    })
+    .await;
+    host.write_input(&viewer, "x").await;
+    receive_host_text(&mut screen, "keys not taken (1 bytes): ").await;
+    host.write_input(&viewer, "\x1d").await;
+    receive_host_text(&mut screen, "detached from").await;
+}
+
 /// SIGINT or SIGQUIT from outside (raw mode keeps Ctrl-C for the
 /// session) detaches as SIGTERM does: the terminal restored, the session
 /// left running.

@@ -300,6 +300,40 @@ async fn input_streams_refuse_bad_writes_with_precise_statuses() {
     assert_eq!(received.text(), "after\r\nafter\r\n");
 }
 
+/// Input for a terminal no one holds: its program let go of it (here it
+/// put its input and output elsewhere; a program that exited but is not
+/// reaped yet, while what it left waits for an attacher, is the same). The
+/// kernel would take the bytes and no one would read them; the write is
+/// refused instead, as for an exited session.
+#[tokio::test]
+async fn input_for_a_terminal_no_one_holds_is_a_failed_precondition() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let script = "exec sleep 600 </dev/null >/dev/null 2>&1";
+    let session = spawn(&mut client, &["sh", "-c", script]).await;
+    let refusal = eventually("a write to be refused", || {
+        let mut client = client.clone();
+        let session_id = session.session_id.clone();
+        async move {
+            client
+                .write(pb::WriteRequest {
+                    session_id,
+                    data: "x".into(),
+                })
+                .await
+                .err()
+        }
+    })
+    .await;
+    expect_status(
+        Err::<(), _>(refusal),
+        Code::FailedPrecondition,
+        "terminal is closed",
+    );
+    let pid = i32::try_from(session.pid).expect("pid");
+    assert!(running(pid), "the program still runs");
+}
+
 #[tokio::test]
 async fn an_exited_session_takes_no_input_or_resize_but_kill_is_idempotent() {
     let daemon = Daemon::start().await;

@@ -408,25 +408,6 @@ async fn an_attacher_that_stops_reading_does_not_stop_the_program() {
     assert!(received.exited.is_some());
 }
 
-/// A daemon client with HTTP/2's initial 64 KiB stream window (hyper's
-/// default is 2 MiB): the daemon cannot send far ahead of its reading.
-async fn narrow_window_client(daemon: &Daemon) -> DaemonClient {
-    let socket = daemon.socket.clone();
-    let channel = tonic::transport::Endpoint::from_static("http://localhost")
-        .initial_stream_window_size(65_535)
-        .connect_with_connector(tower::service_fn(move |_| {
-            let socket = socket.clone();
-            async move {
-                tokio::net::UnixStream::connect(socket)
-                    .await
-                    .map(hyper_util::rt::TokioIo::new)
-            }
-        }))
-        .await
-        .expect("connect to the daemon");
-    DaemonClient::new(channel)
-}
-
 /// Each laggard has its own patience. One attacher stalls; another,
 /// attached later and far behind, must still be waited for when the first
 /// one's patience runs out, and loses nothing once it reads. Reading used

@@ -17,6 +17,11 @@ pub enum Error {
     /// The session's program has exited, so it takes no input or resize.
     #[error("session {0:?} has exited")]
     SessionExited(String),
+    /// No program holds the session's terminal any more: its program
+    /// exited (and waits to be reaped until what it left is read) or let
+    /// go of it. Input has nowhere to go.
+    #[error("session {0:?}'s terminal is closed: its program has exited or let go of it")]
+    TerminalClosed(String),
     /// The program has not read the input it was sent, and this write
     /// does not fit beside it; none of it was taken.
     #[error(
@@ -86,7 +91,9 @@ impl From<Error> for tonic::Status {
                 Self::not_found(message)
             }
             Error::SessionExists(_) => Self::already_exists(message),
-            Error::SessionExited(_) => Self::failed_precondition(message),
+            Error::SessionExited(_) | Error::TerminalClosed(_) => {
+                Self::failed_precondition(message)
+            }
             Error::NoResources { .. } | Error::InputFull { .. } => {
                 Self::resource_exhausted(message)
             }

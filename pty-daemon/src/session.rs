@@ -396,6 +396,12 @@ impl Session {
         if *self.exited.borrow() {
             return Err(Error::SessionExited(self.id.clone()));
         }
+        // Exited but not reaped yet (what it left waits for an attacher),
+        // or it closed its terminal: the kernel would take the bytes, and
+        // no one would read them.
+        if !self.terminal_in_use() {
+            return Err(Error::TerminalClosed(self.id.clone()));
+        }
         let mut rest = data;
         if !input.draining {
             // Nothing waits: straight to the terminal (the PTY is
@@ -408,6 +414,11 @@ impl Session {
                     Ok(written) => rest = &rest[written..],
                     Err(rustix::io::Errno::INTR) => {}
                     Err(rustix::io::Errno::AGAIN) => break,
+                    // Older kernels answer EIO once no one holds the
+                    // other side.
+                    Err(rustix::io::Errno::IO) => {
+                        return Err(Error::TerminalClosed(self.id.clone()));
+                    }
                     Err(error) => {
                         return Err(Error::io("writing to the PTY", io::Error::from(error)));
                     }

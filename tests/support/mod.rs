@@ -493,6 +493,25 @@ pub async fn receive_all<M: AttachMessage>(stream: &mut Streaming<M>) -> Receive
     received
 }
 
+/// A daemon client with HTTP/2's initial 64 KiB stream window (hyper's
+/// default is 2 MiB): the daemon cannot send far ahead of its reading.
+pub async fn narrow_window_client(daemon: &Daemon) -> DaemonClient {
+    let socket = daemon.socket.clone();
+    let channel = tonic::transport::Endpoint::from_static("http://localhost")
+        .initial_stream_window_size(65_535)
+        .connect_with_connector(tower::service_fn(move |_| {
+            let socket = socket.clone();
+            async move {
+                tokio::net::UnixStream::connect(socket)
+                    .await
+                    .map(hyper_util::rt::TokioIo::new)
+            }
+        }))
+        .await
+        .expect("connect to the daemon");
+    DaemonClient::new(channel)
+}
+
 /// The daemon's whole list.
 pub async fn daemon_list(client: &mut DaemonClient) -> pb::ListResponse {
     client

@@ -342,6 +342,18 @@ async fn send_keys(
             *typing = Typing::NotYet;
             Ok(false)
         }
+        // The session takes no input: its program exited (the end is on
+        // its way to the screen) or let go of its terminal. The keys go,
+        // with a word; the screen stays.
+        Err(status) if status.code() == tonic::Code::FailedPrecondition => {
+            *typing = Typing::NotYet;
+            eprint!(
+                "\r\n[holdfast: keys not taken ({} bytes): {}]\r\n",
+                keys.len(),
+                status.message()
+            );
+            Ok(true)
+        }
         Err(status) if is_verdict(&status) => Err(refused(status)),
         Err(status) => {
             *typing = Typing::NotYet;
