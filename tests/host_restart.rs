@@ -362,6 +362,75 @@ async fn a_failing_database_degrades_lists_and_a_locked_one_is_unavailable() {
     assert_eq!(running, 2, "the refused create started nothing");
 }
 
+/// Writers stuck behind another process's write lock hold every pooled
+/// connection for up to the busy timeout (5 s). Lists, which need a
+/// connection for the rows of restored sessions, do not wait for one past
+/// the deadline (250 ms): they answer from memory and say why. They
+/// used to wait the whole 5 s.
+#[tokio::test]
+async fn lists_do_not_wait_for_the_database_past_the_deadline() {
+    use diesel::connection::SimpleConnection;
+
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("stuck").await.workspace_id;
+    host.create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+    // Restored after a restart: each list reads the rows.
+    host.stop(Signal::KILL);
+    let mut host = home.start(&[]).await;
+    assert!(is_complete(&host.list(&workspace).await));
+
+    let mut db = home.open_database();
+    db.batch_execute("BEGIN IMMEDIATE")
+        .expect("take the write lock");
+    // More writers than the pool has connections, each waiting out the
+    // busy timeout on one.
+    let mut writers = tokio::task::JoinSet::new();
+    for i in 0..8 {
+        let mut workspaces = host.workspaces.clone();
+        writers.spawn(async move {
+            workspaces
+                .create_workspace(pb::CreateWorkspaceRequest {
+                    name: format!("writer-{i}"),
+                })
+                .await
+        });
+    }
+    let list = eventually("a list answered from memory", || {
+        let mut terminals = host.terminals.clone();
+        let workspace = workspace.clone();
+        async move {
+            let asked = Instant::now();
+            let list = terminals
+                .list_sessions(pb::ListSessionsRequest {
+                    workspace_id: workspace,
+                    ..Default::default()
+                })
+                .await
+                .expect("list sessions")
+                .into_inner();
+            let took = asked.elapsed();
+            assert!(
+                took < Duration::from_secs(2),
+                "a list waited {took:?} for the database"
+            );
+            (list.source == pb::Source::MemoryOnly as i32).then_some(list)
+        }
+    })
+    .await;
+    assert!(
+        list.degraded_reason.contains("database did not answer"),
+        "reason: {}",
+        list.degraded_reason
+    );
+    db.batch_execute("ROLLBACK").expect("release the lock");
+    while let Some(written) = writers.join_next().await {
+        written.expect("writer task").ok();
+    }
+    assert!(is_complete(&host.list(&workspace).await));
+}
+
 #[tokio::test]
 async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
     let home = HostHome::new();

@@ -14,6 +14,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, SystemTime};
+use tokio::time::Instant;
 
 use holdfast::daemon_client::DaemonClient;
 use holdfast::preencoded::Heads;
@@ -197,16 +198,20 @@ pub struct Renders(Mutex<HashMap<String, Render>>);
 /// A list and what it was made from.
 #[derive(Debug)]
 struct Render {
-    daemon_pid: u32,
-    daemon_generation: u64,
+    /// The very daemon list it was made from: its slots index that list.
+    /// An "unchanged" answer reuses the list it confirms, so this holds
+    /// while only output moves. Two full lists of one generation may still
+    /// differ (a daemon too old to count generations says 0 for all, and
+    /// a list read while a session is forgotten), so equal generations
+    /// are not enough.
+    daemon_sessions: Arc<Vec<daemon::Session>>,
     memory_generation: u64,
     rendered: Arc<Rendered>,
 }
 
 impl Render {
     fn made_from(&self, list: &DaemonList, memory_generation: u64) -> bool {
-        self.daemon_pid == list.daemon_pid
-            && self.daemon_generation == list.generation
+        Arc::ptr_eq(&self.daemon_sessions, &list.sessions)
             && self.memory_generation == memory_generation
     }
 }
@@ -233,8 +238,9 @@ impl Renders {
             .then(|| Arc::clone(&render.rendered))
     }
 
-    /// Keeps `rendered` as the workspace's list. Lists made from anything
-    /// older go: generations only grow, so they would never be used again.
+    /// Keeps `rendered` as the workspace's list. Lists made from any other
+    /// daemon list or memory generation go: the newest is what is asked
+    /// with, so they would never be used again.
     fn put(
         &self,
         workspace_id: &str,
@@ -247,8 +253,7 @@ impl Renders {
         renders.insert(
             workspace_id.to_owned(),
             Render {
-                daemon_pid: list.daemon_pid,
-                daemon_generation: list.generation,
+                daemon_sessions: Arc::clone(&list.sessions),
                 memory_generation,
                 rendered: Arc::clone(rendered),
             },
@@ -259,9 +264,9 @@ impl Renders {
 impl LiveSessionView {
     /// The workspace's live sessions. Read-only: never spawns, kills or
     /// attaches. Never fails because of the daemon or the database, and
-    /// never waits much longer than the deadline for the daemon.
-    pub async fn list_live_sessions(&self, workspace_id: &str) -> LiveSessions {
-        let view = match self.ask_daemon().await {
+    /// never waits much past `until` (the request's deadline) for either.
+    pub async fn list_live_sessions(&self, workspace_id: &str, until: Instant) -> LiveSessions {
+        let view = match self.ask_daemon(until).await {
             Ok(view) => view,
             Err(reason) => {
                 tracing::warn!(workspace_id, %reason, "daemon did not answer; listing from memory only");
@@ -275,11 +280,15 @@ impl LiveSessionView {
             .get(workspace_id, &view.list, self.memory.generation())
         {
             Some(rendered) => rendered,
-            None => match self.render(workspace_id, &view).await {
-                Ok(rendered) => rendered,
-                // Which background sessions may be listed only the rows
-                // tell; without them memory is all there is.
-                Err(error) => return self.without_rows(workspace_id, &error),
+            // Which background sessions may be listed only the rows tell;
+            // without them memory is all there is. Rows wait for a pooled
+            // connection, which writers stuck on another process's lock
+            // may hold for seconds: they are not waited for past the
+            // deadline either.
+            None => match tokio::time::timeout_at(until, self.render(workspace_id, &view)).await {
+                Ok(Ok(rendered)) => rendered,
+                Ok(Err(error)) => return self.without_rows(workspace_id, &error),
+                Err(_) => return self.rows_too_slow(workspace_id),
             },
         };
         LiveSessions {
@@ -293,6 +302,16 @@ impl LiveSessionView {
     /// sessions may be listed only they tell.
     pub fn without_rows(&self, workspace_id: &str, error: &StoreError) -> LiveSessions {
         let reason = format!("the database could not be read: {error}");
+        tracing::warn!(workspace_id, %reason, "listing from memory only");
+        self.memory_only(workspace_id, reason)
+    }
+
+    /// The memory view, when the rows did not come within the deadline.
+    pub fn rows_too_slow(&self, workspace_id: &str) -> LiveSessions {
+        let reason = format!(
+            "the database did not answer within {} ms",
+            self.deadline.as_millis()
+        );
         tracing::warn!(workspace_id, %reason, "listing from memory only");
         self.memory_only(workspace_id, reason)
     }
@@ -397,7 +416,7 @@ impl LiveSessionView {
     /// The daemon's sessions, or why they could not be had in time. When
     /// nothing but output changed since the last full list, the daemon
     /// sends only the offsets and the last list is reused.
-    async fn ask_daemon(&self) -> Result<DaemonView, String> {
+    async fn ask_daemon(&self, until: Instant) -> Result<DaemonView, String> {
         if let Some(reason) = self.health.down_reason() {
             return Err(reason);
         }
@@ -407,10 +426,10 @@ impl LiveSessionView {
                 self.deadline.as_millis()
             )
         };
-        let started = tokio::time::Instant::now();
         let last = self.last_list().clone();
         let known = last.as_ref().map(|last| last.generation);
-        let answer = match self.list(known, self.deadline).await? {
+        let left = || until.saturating_duration_since(Instant::now());
+        let answer = match self.list(known, left()).await? {
             Some(response) => self.remember(last, response),
             None => return Err(timed_out()),
         };
@@ -419,8 +438,7 @@ impl LiveSessionView {
         }
         // "Unchanged" from a generation we do not hold (a daemon that
         // restarted in between): ask again in full, within what is left.
-        let left = self.deadline.saturating_sub(started.elapsed());
-        match self.list(None, left).await? {
+        match self.list(None, left()).await? {
             Some(response) => self.remember(None, response).ok_or_else(timed_out),
             None => Err(timed_out()),
         }
@@ -551,5 +569,43 @@ fn memory_only(memory: Vec<MemorySession>, reason: String) -> LiveSessions {
         rendered: Arc::new(Rendered::from_memory(sessions)),
         daemon: None,
         source: Source::MemoryOnly(reason),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(id: &str) -> daemon::Session {
+        daemon::Session {
+            session_id: id.to_owned(),
+            alive: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_list_is_reused_only_with_the_daemon_list_it_was_made_from() {
+        let renders = Renders::default();
+        // A daemon too old to count generations says 0 for every list;
+        // here a session was forgotten between two of them.
+        let before = DaemonList::new(7, 0, vec![session("a"), session("b"), session("c")]);
+        let after = DaemonList::new(7, 0, vec![session("b"), session("c")]);
+        let rendered = Arc::new(Rendered {
+            generation: next_list_generation(),
+            sessions: Vec::new(),
+            slots: vec![1, 2],
+            encoded: OnceLock::new(),
+        });
+        renders.put("w", &before, 3, &rendered);
+        assert!(
+            renders.get("w", &before.clone(), 3).is_some(),
+            "the same list, confirmed unchanged"
+        );
+        assert!(
+            renders.get("w", &after, 3).is_none(),
+            "its slots would index another list"
+        );
+        assert!(renders.get("w", &before, 4).is_none(), "memory changed");
     }
 }

@@ -181,14 +181,16 @@ impl Host {
 
     async fn live(&self, workspace_id: &str) -> Result<LiveSessions> {
         let workspace_id = validate::id("workspace_id", workspace_id)?;
+        let until = tokio::time::Instant::now() + self.live.deadline;
         if !self.workspaces.exists(workspace_id) {
-            match self.store.workspace(workspace_id).await {
-                Ok(Some(_)) => self.workspaces.saw(workspace_id),
-                Ok(None) => return Err(Error::WorkspaceNotFound(workspace_id.to_owned())),
-                Err(error) => return Ok(self.live.without_rows(workspace_id, &error)),
+            match tokio::time::timeout_at(until, self.store.workspace(workspace_id)).await {
+                Ok(Ok(Some(_))) => self.workspaces.saw(workspace_id),
+                Ok(Ok(None)) => return Err(Error::WorkspaceNotFound(workspace_id.to_owned())),
+                Ok(Err(error)) => return Ok(self.live.without_rows(workspace_id, &error)),
+                Err(_) => return Ok(self.live.rows_too_slow(workspace_id)),
             }
         }
-        Ok(self.live.list_live_sessions(workspace_id).await)
+        Ok(self.live.list_live_sessions(workspace_id, until).await)
     }
 
     /// Makes sure a session may be used. One not in memory (restored
@@ -230,7 +232,12 @@ impl Host {
             )
             .await
             .ok()
-            .and_then(|list| list.sessions.into_iter().next());
+            // A daemon older than `session_ids` answers with every session.
+            .and_then(|list| {
+                list.sessions
+                    .into_iter()
+                    .find(|session| session.session_id == row.id)
+            });
         let Some(session) = listed.filter(|session| session.alive) else {
             return;
         };
