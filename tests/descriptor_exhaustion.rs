@@ -110,3 +110,19 @@ async fn a_daemon_out_of_descriptors_idles_and_then_serves_again() {
     assert_eq!(daemon_pid(&mut client).await, pid);
     assert!(daemon.log().contains("accepting connections again"));
 }
+
+/// A spawn the daemon has no descriptor left for (its terminal, a
+/// pidfd) is refused with RESOURCE_EXHAUSTED, to be tried again later, as
+/// when the system has no process to spare; it was `INTERNAL`, a daemon
+/// fault. Then, with descriptors again, the same spawn starts.
+#[tokio::test]
+async fn a_spawn_out_of_descriptors_is_resource_exhausted() {
+    let daemon = Daemon::start().await;
+    let pid = daemon.child.id();
+    let mut client = daemon.client().await;
+    let limit = squeeze(pid);
+    let refused = client.spawn(spawn_request(&["true"])).await;
+    restore(pid, limit);
+    expect_status(refused, tonic::Code::ResourceExhausted, "opening a PTY");
+    spawn(&mut client, &["true"]).await;
+}

@@ -140,13 +140,26 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
     // openpty opens both sides inheritable and marks them close-on-exec
     // only after: a program started by another thread meanwhile would keep
     // this terminal open (no hang-up for its session, ever).
-    let pair = {
+    let (pair, errno) = {
         let _alone = PTY_OPENING
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        native_pty_system().openpty(size)
-    }
-    .map_err(|error| Error::io("opening a PTY", std::io::Error::other(format!("{error:#}"))))?;
+        let pair = native_pty_system().openpty(size);
+        // portable-pty keeps only the text of openpty's error; the errno
+        // is still this thread's.
+        (pair, std::io::Error::last_os_error())
+    };
+    let no_resources = |what: &str, error: &dyn std::fmt::Display| Error::NoResources {
+        program: program.clone(),
+        reason: format!("{what}: {error}"),
+    };
+    let pair = pair.map_err(|error| {
+        if is_shortage(errno.raw_os_error()) {
+            no_resources("opening a PTY", &errno)
+        } else {
+            Error::io("opening a PTY", std::io::Error::other(format!("{error:#}")))
+        }
+    })?;
     let tty = pair
         .master
         .tty_name()
@@ -157,7 +170,13 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
         .ok_or_else(|| Error::io("reading the PTY master", std::io::ErrorKind::NotFound))?;
     // SAFETY: `pair.master` owns this descriptor and outlives the borrow.
     let master = rustix::io::fcntl_dupfd_cloexec(unsafe { BorrowedFd::borrow_raw(master_raw) }, 0)
-        .map_err(|error| Error::io("duplicating the PTY master", error))?;
+        .map_err(|error| {
+            if is_shortage(Some(error.raw_os_error())) {
+                no_resources("duplicating the PTY master", &error)
+            } else {
+                Error::io("duplicating the PTY master", error)
+            }
+        })?;
     rustix::io::ioctl_fionbio(&master, true)
         .map_err(|error| Error::io("making the PTY master non-blocking", error))?;
 
@@ -173,7 +192,7 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
         Some(libc::E2BIG) => Error::InvalidArgument(format!(
             "the arguments and environment of {program:?} are longer than the system takes ({error})"
         )),
-        Some(libc::EAGAIN | libc::ENOMEM) => Error::NoResources {
+        errno if is_shortage(errno) => Error::NoResources {
             program: program.clone(),
             reason: error.to_string(),
         },
@@ -211,7 +230,11 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
         Ok(pidfd) => pidfd,
         Err(error) => {
             end_unwatched(pid);
-            return Err(Error::io("opening a pidfd", error));
+            return Err(if is_shortage(Some(error.raw_os_error())) {
+                no_resources("opening a pidfd", &error)
+            } else {
+                Error::io("opening a pidfd", error)
+            });
         }
     };
     // Closing the daemon's copy of the slave lets reads see EOF once the
@@ -238,4 +261,14 @@ fn c_string(text: &str) -> Result<CString> {
 pub fn end_unwatched(pid: Pid) {
     let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
+}
+
+/// Whether an errno says the system (or this process) is short of what a
+/// spawn takes: processes, memory, descriptors, terminals. The caller may
+/// try again later (`RESOURCE_EXHAUSTED`), unlike for a daemon fault.
+fn is_shortage(errno: Option<i32>) -> bool {
+    matches!(
+        errno,
+        Some(libc::EAGAIN | libc::ENOMEM | libc::EMFILE | libc::ENFILE | libc::ENOSPC)
+    )
 }
