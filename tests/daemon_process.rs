@@ -729,3 +729,76 @@ async fn spawn_kill_cycles_leak_no_fds_and_no_zombies() {
         "zombies left behind"
     );
 }
+
+/// Pids of processes whose command line is `argv`.
+fn processes_running(argv: &[&str]) -> Vec<u32> {
+    let wanted: Vec<u8> = argv
+        .iter()
+        .flat_map(|arg| [arg.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|line| line == wanted)
+        })
+        .filter(|pid| running(*pid as i32))
+        .collect()
+}
+
+/// Kills, when dropped, every `sleep MARKER` still running: none is left
+/// behind when the test fails.
+struct KilledOnDrop(String);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        for pid in processes_running(&["sleep", &self.0]) {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+}
+
+/// A daemon told to stop starts no more sessions, and ends every program
+/// it started, those spawned while it stopped too. It used to serve
+/// spawns through its whole stop (a second here, for a program that
+/// ignores SIGHUP), and never hung those up: a program that ignores
+/// SIGHUP outlived it, in no list.
+#[tokio::test]
+async fn a_stopping_daemon_starts_nothing_it_does_not_end() {
+    let mut daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    // A duration no other process here sleeps for.
+    let marker = format!("1000.{}", daemon.child.id());
+    let _strays = KilledOnDrop(marker.clone());
+    let script = format!("trap '' HUP; exec sleep {marker}");
+    // Ignoring SIGHUP, it makes the stop wait its grace before SIGKILL.
+    spawn(&mut client, &["sh", "-c", &script]).await;
+    let spawning = {
+        let mut client = client.clone();
+        let script = script.clone();
+        tokio::spawn(async move {
+            loop {
+                if let Err(status) = client.spawn(spawn_request(&["sh", "-c", &script])).await {
+                    return status;
+                }
+            }
+        })
+    };
+    let pid = rustix::process::Pid::from_child(&daemon.child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    let refusal = spawning.await.expect("the spawning task");
+    assert_eq!(refusal.code(), tonic::Code::Unavailable, "{refusal:?}");
+    assert!(refusal.message().contains("stopping"), "{refusal:?}");
+    assert!(
+        wait_with_deadline(&mut daemon.child).success(),
+        "log:\n{}",
+        daemon.log()
+    );
+    eventually("every program of the daemon's to be gone", || {
+        let left = processes_running(&["sleep", &marker]);
+        async move { left.is_empty().then_some(()) }
+    })
+    .await;
+}

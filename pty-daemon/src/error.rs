@@ -64,6 +64,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The daemon is stopping: it starts no more sessions.
+    #[error("the pty-daemon is stopping; it starts no more sessions")]
+    Stopping,
     /// Another daemon already serves this socket.
     #[error("another pty-daemon is already serving {0}")]
     AlreadyRunning(PathBuf),
@@ -97,6 +100,7 @@ impl From<Error> for tonic::Status {
             Error::NoResources { .. } | Error::InputFull { .. } => {
                 Self::resource_exhausted(message)
             }
+            Error::Stopping => Self::unavailable(message),
             Error::Io { .. } | Error::AlreadyRunning(_) => {
                 tracing::error!(%message, "request failed");
                 Self::internal(message)

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{Notify, broadcast, watch};
 
 use crate::generation::Generation;
 use crate::session::{Cursor, ExitNotice, Session};
@@ -35,6 +35,8 @@ struct Sessions {
     /// Ids taken by spawns still in progress, so two spawns cannot both
     /// claim one id.
     reserved: HashSet<String>,
+    /// Set as the daemon stops: no spawn starts after.
+    stopping: bool,
 }
 
 /// Exit notices buffered per watcher before it is told it lagged.
@@ -47,6 +49,8 @@ pub struct Registry {
     exits: broadcast::Sender<ExitNotice>,
     /// Set once the daemon stops: exit watches end then.
     stopping: watch::Sender<bool>,
+    /// Told whenever a spawn in progress has finished, either way.
+    spawn_finished: Notify,
     generation: Generation,
     /// The runtime that reads the sessions' terminals and reaps their
     /// programs.
@@ -62,6 +66,7 @@ impl Registry {
             settings,
             exits: broadcast::Sender::new(EXIT_NOTICE_BUFFER),
             stopping: watch::Sender::new(false),
+            spawn_finished: Notify::new(),
             generation: Generation::new(),
         }
     }
@@ -180,9 +185,20 @@ impl Registry {
         });
         let mut sessions = self.sessions();
         sessions.reserved.remove(&session_id);
-        let (session, driver, cursor) = started?;
-        sessions.by_id.insert(session_id, Arc::clone(&session));
-        self.changed(sessions);
+        let registered = match started {
+            Ok((session, driver, cursor)) => {
+                sessions.by_id.insert(session_id, Arc::clone(&session));
+                self.changed(sessions);
+                Ok((session, driver, cursor))
+            }
+            Err(error) => {
+                drop(sessions);
+                Err(error)
+            }
+        };
+        // A stopping daemon waits for this before hanging up every session.
+        self.spawn_finished.notify_waiters();
+        let (session, driver, cursor) = registered?;
         // Spawned only now that the session is findable: with no retention
         // it is forgotten the moment its exit is recorded.
         let registry = Arc::downgrade(&self);
@@ -224,6 +240,9 @@ impl Registry {
 
     fn reserve(&self, session_id: Option<String>) -> Result<String> {
         let mut sessions = self.sessions();
+        if sessions.stopping {
+            return Err(Error::Stopping);
+        }
         let session_id = match session_id {
             Some(id) => {
                 if sessions.by_id.contains_key(&id) || sessions.reserved.contains(&id) {
@@ -242,7 +261,22 @@ impl Registry {
     /// Ends every live session: SIGHUP to each process group, as a closing
     /// terminal would, then SIGKILL to whatever is left after `grace`.
     /// Returns once all have been reaped or a second `grace` has passed.
+    /// No spawn starts from the call on, and those under way are waited
+    /// for (within `grace`), so each program started is hung up too.
     pub async fn hang_up_all(&self, grace: Duration) {
+        self.sessions().stopping = true;
+        let under_way = async {
+            loop {
+                let finished = self.spawn_finished.notified();
+                if self.sessions().reserved.is_empty() {
+                    return;
+                }
+                finished.await;
+            }
+        };
+        if tokio::time::timeout(grace, under_way).await.is_err() {
+            tracing::warn!("spawns still under way at shutdown; not waiting for them");
+        }
         let live: Vec<_> = self
             .all()
             .iter()
