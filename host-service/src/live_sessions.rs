@@ -191,6 +191,14 @@ impl DaemonView {
     }
 }
 
+/// Why the rows are missing from a list.
+enum Rows<'a> {
+    /// Reading them failed.
+    Failed(&'a StoreError),
+    /// They did not come within the deadline.
+    Late,
+}
+
 /// Each workspace's last list, kept while what it was made from stands.
 #[derive(Debug, Default)]
 pub struct Renders(Mutex<HashMap<String, Render>>);
@@ -270,7 +278,7 @@ impl LiveSessionView {
             Ok(view) => view,
             Err(reason) => {
                 tracing::warn!(workspace_id, %reason, "daemon did not answer; listing from memory only");
-                return self.memory_only(workspace_id, reason);
+                return self.memory_only(workspace_id, reason, None);
             }
         };
         // After the daemon answered: a session disposed meanwhile has left
@@ -287,8 +295,10 @@ impl LiveSessionView {
             // deadline either.
             None => match tokio::time::timeout_at(until, self.render(workspace_id, &view)).await {
                 Ok(Ok(rendered)) => rendered,
-                Ok(Err(error)) => return self.without_rows(workspace_id, &error),
-                Err(_) => return self.rows_too_slow(workspace_id),
+                Ok(Err(error)) => {
+                    return self.without_rows_of(workspace_id, Rows::Failed(&error), Some(&view));
+                }
+                Err(_) => return self.without_rows_of(workspace_id, Rows::Late, Some(&view)),
             },
         };
         LiveSessions {
@@ -301,23 +311,52 @@ impl LiveSessionView {
     /// The memory view, when the rows cannot be read: which background
     /// sessions may be listed only they tell.
     pub fn without_rows(&self, workspace_id: &str, error: &StoreError) -> LiveSessions {
-        let reason = format!("the database could not be read: {error}");
-        tracing::warn!(workspace_id, %reason, "listing from memory only");
-        self.memory_only(workspace_id, reason)
+        self.without_rows_of(workspace_id, Rows::Failed(error), None)
     }
 
     /// The memory view, when the rows did not come within the deadline.
     pub fn rows_too_slow(&self, workspace_id: &str) -> LiveSessions {
-        let reason = format!(
-            "the database did not answer within {} ms",
-            self.deadline.as_millis()
-        );
-        tracing::warn!(workspace_id, %reason, "listing from memory only");
-        self.memory_only(workspace_id, reason)
+        self.without_rows_of(workspace_id, Rows::Late, None)
     }
 
-    fn memory_only(&self, workspace_id: &str, reason: String) -> LiveSessions {
-        memory_only(self.memory.snapshot(workspace_id), reason)
+    /// The memory view for want of rows, with `daemon`'s word, if it came,
+    /// on which sessions are alive.
+    fn without_rows_of(
+        &self,
+        workspace_id: &str,
+        rows: Rows<'_>,
+        daemon: Option<&DaemonView>,
+    ) -> LiveSessions {
+        let reason = match rows {
+            Rows::Failed(error) => format!("the database could not be read: {error}"),
+            Rows::Late => format!(
+                "the database did not answer within {} ms",
+                self.deadline.as_millis()
+            ),
+        };
+        tracing::warn!(workspace_id, %reason, "listing from memory only");
+        self.memory_only(workspace_id, reason, daemon)
+    }
+
+    /// Memory's sessions; of those, when the daemon answered, only the ones
+    /// it lists alive (its word on liveness is fresher than memory's: an
+    /// exit may not have reached memory yet).
+    fn memory_only(
+        &self,
+        workspace_id: &str,
+        reason: String,
+        daemon: Option<&DaemonView>,
+    ) -> LiveSessions {
+        let mut memory = self.memory.snapshot(workspace_id);
+        if let Some(daemon) = daemon {
+            memory.retain(|session| {
+                daemon
+                    .list
+                    .find(&session.session_id)
+                    .is_some_and(|(_, listed)| listed.alive)
+            });
+        }
+        memory_only(memory, reason)
     }
 
     /// Joins memory and, for what memory does not know, the database with
