@@ -190,7 +190,10 @@ impl Daemon {
             .spawn()
             .expect("start pty-daemon");
         let daemon = Self { child, socket, dir };
-        daemon.client().await;
+        // Connected is not yet serving: the socket listens while the
+        // daemon still starts (its runtimes, say). A test that takes its
+        // descriptors away right then must find it done.
+        daemon_list(&mut daemon.client().await).await;
         daemon
     }
 
