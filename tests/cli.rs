@@ -317,9 +317,12 @@ async fn keys_a_session_cannot_take_are_dropped_with_a_word() {
     })
     .await;
     host.write_input(&viewer, "x").await;
-    receive_host_text(&mut screen, "keys not taken (1 bytes): ").await;
+    receive_host_text(&mut screen, "keys not taken: ").await;
+    // Told once: more keys go without another word.
+    host.write_input(&viewer, "yz").await;
     host.write_input(&viewer, "\x1d").await;
-    receive_host_text(&mut screen, "detached from").await;
+    let after = receive_host_text(&mut screen, "detached from").await;
+    assert!(!after.contains("not taken"), "told again: {after:?}");
 }
 
 /// SIGINT or SIGQUIT from outside (raw mode keeps Ctrl-C for the

@@ -130,9 +130,12 @@ async fn a_spawn_out_of_descriptors_is_resource_exhausted() {
     let daemon = Daemon::start().await;
     let pid = daemon.child.id();
     let mut client = daemon.client().await;
+    // Its connection accepted and in use before the squeeze.
+    daemon_list(&mut client).await;
     let limit = squeeze(pid);
-    let refused = client.spawn(spawn_request(&["true"])).await;
+    let refused = tokio::time::timeout(PATIENCE, client.spawn(spawn_request(&["true"]))).await;
     restore(pid, limit);
+    let refused = refused.expect("the daemon answered");
     // Where it runs short depends on what the daemon had open just then.
     expect_status(
         refused,

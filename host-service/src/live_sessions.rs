@@ -272,7 +272,8 @@ impl Renders {
 impl LiveSessionView {
     /// The workspace's live sessions. Read-only: never spawns, kills or
     /// attaches. Never fails because of the daemon or the database, and
-    /// never waits much past `until` (the request's deadline) for either.
+    /// never waits much past `until` for either: the configured deadline,
+    /// counted from the request's start.
     pub async fn list_live_sessions(&self, workspace_id: &str, until: Instant) -> LiveSessions {
         let view = match self.ask_daemon(until).await {
             Ok(view) => view,

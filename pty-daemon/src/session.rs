@@ -415,8 +415,9 @@ impl Session {
                     Err(rustix::io::Errno::INTR) => {}
                     Err(rustix::io::Errno::AGAIN) => break,
                     // Older kernels answer EIO once no one holds the
-                    // other side.
-                    Err(rustix::io::Errno::IO) => {
+                    // other side (none of this write taken yet: refused
+                    // whole, as promised).
+                    Err(rustix::io::Errno::IO) if rest.len() == data.len() => {
                         return Err(Error::TerminalClosed(self.id.clone()));
                     }
                     Err(error) => {

@@ -145,8 +145,6 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let pair = native_pty_system().openpty(size);
-        // portable-pty keeps only the text of openpty's error; the errno
-        // is still this thread's.
         (pair, std::io::Error::last_os_error())
     };
     let no_resources = |what: &str, error: &dyn std::fmt::Display| Error::NoResources {
@@ -154,8 +152,13 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
         reason: format!("{what}: {error}"),
     };
     let pair = pair.map_err(|error| {
-        if is_shortage(errno.raw_os_error()) {
-            no_resources("opening a PTY", &errno)
+        // portable-pty keeps only the text of openpty's error, which shows
+        // the errno (`Os { code: 24, .. }`); failing that, the thread's
+        // errno may still be openpty's.
+        let code = os_code(&format!("{error:#}")).or(errno.raw_os_error());
+        if is_shortage(code) {
+            let shortage = code.map_or(errno, std::io::Error::from_raw_os_error);
+            no_resources("opening a PTY", &shortage)
         } else {
             Error::io("opening a PTY", std::io::Error::other(format!("{error:#}")))
         }
@@ -271,4 +274,25 @@ fn is_shortage(errno: Option<i32>) -> bool {
         errno,
         Some(libc::EAGAIN | libc::ENOMEM | libc::EMFILE | libc::ENFILE | libc::ENOSPC)
     )
+}
+
+/// The errno in an error's text, as `std::io::Error`'s `Debug` shows it.
+fn os_code(text: &str) -> Option<i32> {
+    let (_, after) = text.split_once("code: ")?;
+    let digits = after.split(|c: char| !c.is_ascii_digit()).next()?;
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_errno_is_read_from_portable_ptys_text() {
+        let text = r#"failed to openpty: Os { code: 24, kind: Uncategorized, message: "Too many open files" }"#;
+        assert_eq!(os_code(text), Some(libc::EMFILE));
+        assert!(is_shortage(os_code(text)));
+        assert_eq!(os_code("failed to openpty: something else"), None);
+        assert_eq!(os_code("code: "), None);
+    }
 }

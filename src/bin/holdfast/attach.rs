@@ -324,35 +324,37 @@ fn is_verdict(status: &tonic::Status) -> bool {
     )
 }
 
-/// Sends keys; false when they were refused because the program has not
-/// read what it was sent (none of them were taken). A host-service going
-/// away meanwhile is no reason to stop (the attach stream breaks too, and
-/// is opened again), but whether these keys reached the session is then
-/// unknown, and the user is told.
+/// What became of keys sent.
+enum Sent {
+    /// Taken, or dropped after a word (whether they arrived is unknown).
+    Gone,
+    /// Refused because the program has not read what it was sent; none of
+    /// them were taken.
+    Held,
+    /// Refused because the session takes no input: its program exited
+    /// (the end is on its way to the screen) or let go of its terminal.
+    NotTaken(String),
+}
+
+/// Sends keys. A host-service going away meanwhile is no reason to stop
+/// (the attach stream breaks too, and is opened again), but whether these
+/// keys reached the session is then unknown, and the user is told.
 async fn send_keys(
     typing: &mut Typing,
     clients: &mut Clients,
     session_id: &str,
     keys: &[u8],
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<Sent> {
     match typing.send(clients, session_id, keys).await {
-        Ok(()) => Ok(true),
+        Ok(()) => Ok(Sent::Gone),
+        // Either refusal ended the input stream.
         Err(status) if status.code() == tonic::Code::ResourceExhausted => {
-            // The refusal ended the input stream.
             *typing = Typing::NotYet;
-            Ok(false)
+            Ok(Sent::Held)
         }
-        // The session takes no input: its program exited (the end is on
-        // its way to the screen) or let go of its terminal. The keys go,
-        // with a word; the screen stays.
         Err(status) if status.code() == tonic::Code::FailedPrecondition => {
             *typing = Typing::NotYet;
-            eprint!(
-                "\r\n[holdfast: keys not taken ({} bytes): {}]\r\n",
-                keys.len(),
-                status.message()
-            );
-            Ok(true)
+            Ok(Sent::NotTaken(status.message().to_owned()))
         }
         Err(status) if is_verdict(&status) => Err(refused(status)),
         Err(status) => {
@@ -362,7 +364,7 @@ async fn send_keys(
                 keys.len(),
                 status.message()
             );
-            Ok(true)
+            Ok(Sent::Gone)
         }
     }
 }
@@ -375,6 +377,9 @@ struct HeldKeys {
     /// Since when, and when to try again.
     refused: Option<(Instant, Instant)>,
     pause: Duration,
+    /// The user was told the session takes no input, and no key has been
+    /// taken since: keys typed meanwhile go without another word.
+    told_not_taken: bool,
 }
 
 impl HeldKeys {
@@ -402,9 +407,21 @@ impl HeldKeys {
             return Ok(());
         }
         let keys = std::mem::take(&mut keyboard.typed);
-        if send_keys(typing, clients, session_id, &keys).await? {
-            self.refused = None;
-            return Ok(());
+        match send_keys(typing, clients, session_id, &keys).await? {
+            Sent::Held => {}
+            Sent::Gone => {
+                self.refused = None;
+                self.told_not_taken = false;
+                return Ok(());
+            }
+            Sent::NotTaken(why) => {
+                if !self.told_not_taken {
+                    eprint!("\r\n[holdfast: keys not taken: {why}]\r\n");
+                    self.told_not_taken = true;
+                }
+                self.refused = None;
+                return Ok(());
+            }
         }
         let now = Instant::now();
         let since = self.refused.map_or(now, |(since, _)| since);

@@ -39,30 +39,55 @@ struct Modes {
     cursor_hidden: bool,
     /// The keypad sends application sequences (`ESC =`).
     keypad_application: bool,
-    /// Kitty keyboard flags the program pushed (`CSI > flags u`) and has
-    /// not popped (`CSI < n u`): the terminal keeps a stack of them, and
-    /// the shell's own entry lies beneath.
-    keyboard_pushed: u16,
-    /// The program set kitty keyboard flags in place (`CSI = flags u`)
-    /// with none of its own pushed, so changing the shell's.
-    keyboard_set: bool,
+    /// Whether the alternate screen is shown.
+    alternate: bool,
+    /// What the program did to the kitty keyboard flags of the main and
+    /// the alternate screen: each screen has a stack of its own.
+    keyboard: [Keyboard; 2],
+}
+
+/// What a program did to one screen's stack of kitty keyboard flags.
+#[derive(Default, Clone, Copy)]
+struct Keyboard {
+    /// Entries it pushed (`CSI > flags u`) and has not popped (`CSI < n
+    /// u`); the shell's own lie beneath.
+    pushed: u16,
+    /// It set flags in place (`CSI = flags u`) with none of its own
+    /// pushed, so changing the shell's.
+    set: bool,
+}
+
+impl Keyboard {
+    /// What undoes it, on its screen.
+    fn reset(self) -> String {
+        let mut reset = String::new();
+        if self.pushed > 0 {
+            reset.push_str(&format!("\x1b[<{}u", self.pushed));
+        }
+        if self.set {
+            reset.push_str("\x1b[=0;1u");
+        }
+        reset
+    }
 }
 
 impl Modes {
     /// The kitty keyboard protocol: `CSI > flags u` pushes, `CSI < n u`
-    /// pops n (1 if not given), `CSI = flags ; mode u` changes the top.
+    /// pops n (1 if not given), `CSI = flags ; mode u` changes the top, of
+    /// the screen shown.
     fn keyboard(&mut self, marker: u8, params: &vte::Params) {
         let first = params
             .iter()
             .next()
             .and_then(|param| param.first().copied());
+        let keyboard = &mut self.keyboard[usize::from(self.alternate)];
         match marker {
-            b'>' => self.keyboard_pushed = self.keyboard_pushed.saturating_add(1),
+            b'>' => keyboard.pushed = keyboard.pushed.saturating_add(1),
             b'<' => {
                 let popped = first.filter(|n| *n > 0).unwrap_or(1);
-                self.keyboard_pushed = self.keyboard_pushed.saturating_sub(popped);
+                keyboard.pushed = keyboard.pushed.saturating_sub(popped);
             }
-            b'=' if self.keyboard_pushed == 0 => self.keyboard_set = true,
+            b'=' if keyboard.pushed == 0 => keyboard.set = true,
             _ => {}
         }
     }
@@ -81,6 +106,9 @@ impl vte::Perform for Modes {
             let Some(&mode) = param.first() else {
                 continue;
             };
+            if matches!(mode, 1049 | 1047 | 47) {
+                self.alternate = set;
+            }
             if mode == 25 {
                 self.cursor_hidden = !set;
             } else if PRIVATE_MODES.iter().any(|(known, _)| *known == mode) {
@@ -118,15 +146,14 @@ impl TerminalModes {
 
     /// What switches the modes now on back off, latest first (the
     /// alternate screen is left after the modes set in it, and the
-    /// keyboard flags pushed in it are popped before).
+    /// keyboard flags of each screen are undone while it is shown).
     pub fn reset(&self) -> String {
-        let mut reset = String::new();
-        if self.modes.keyboard_pushed > 0 {
-            reset.push_str(&format!("\x1b[<{}u", self.modes.keyboard_pushed));
-        }
-        if self.modes.keyboard_set {
-            reset.push_str("\x1b[=0;1u");
-        }
+        let [main, alternate] = self.modes.keyboard;
+        let mut reset = if self.modes.alternate {
+            alternate.reset()
+        } else {
+            main.reset()
+        };
         reset.extend(
             self.modes
                 .on
@@ -135,6 +162,9 @@ impl TerminalModes {
                 .filter_map(|mode| PRIVATE_MODES.iter().find(|(known, _)| known == mode))
                 .map(|(_, sequence)| *sequence),
         );
+        if self.modes.alternate {
+            reset.push_str(&main.reset());
+        }
         if self.modes.keypad_application {
             reset.push_str("\x1b>");
         }
@@ -193,6 +223,15 @@ mod tests {
         // Changed in place on top of its own push: popping undoes it.
         let mut modes = TerminalModes::new();
         modes.follow(b"\x1b[>1u\x1b[=5u");
+        assert_eq!(modes.reset(), "\x18\x1b[<1u\x1b[0m");
+        // Each screen has its own stack: pushed on the main screen, then
+        // once more on the alternate one; each popped while it is shown.
+        let mut modes = TerminalModes::new();
+        modes.follow(b"\x1b[>1u\x1b[?1049h\x1b[>3u");
+        assert_eq!(modes.reset(), "\x18\x1b[<1u\x1b[?1049l\x1b[<1u\x1b[0m");
+        // Left the alternate screen with its push still there: that stack
+        // is not the shell's to touch.
+        modes.follow(b"\x1b[?1049l");
         assert_eq!(modes.reset(), "\x18\x1b[<1u\x1b[0m");
     }
 }
