@@ -473,20 +473,11 @@ async fn a_detached_daemons_log_removed_with_its_directory_is_opened_again() {
 #[tokio::test]
 async fn health_and_reflection_are_served() {
     let daemon = Daemon::start().await;
-    let channel = {
-        let socket = daemon.socket.clone();
-        tonic::transport::Endpoint::from_static("http://localhost")
-            .connect_with_connector(tower::service_fn(move |_| {
-                let socket = socket.clone();
-                async move {
-                    tokio::net::UnixStream::connect(socket)
-                        .await
-                        .map(hyper_util::rt::TokioIo::new)
-                }
-            }))
-            .await
-            .expect("connect")
-    };
+    let channel = channel_to(
+        &daemon,
+        tonic::transport::Endpoint::from_static("http://localhost"),
+    )
+    .await;
     let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
     let status = health
         .check(tonic_health::pb::HealthCheckRequest {

@@ -496,12 +496,14 @@ pub async fn receive_all<M: AttachMessage>(stream: &mut Streaming<M>) -> Receive
     received
 }
 
-/// A daemon client with HTTP/2's initial 64 KiB stream window (hyper's
-/// default is 2 MiB): the daemon cannot send far ahead of its reading.
-pub async fn narrow_window_client(daemon: &Daemon) -> DaemonClient {
+/// A bare channel to the daemon through `endpoint`: none of the
+/// production client's settings or checks.
+pub async fn channel_to(
+    daemon: &Daemon,
+    endpoint: tonic::transport::Endpoint,
+) -> tonic::transport::Channel {
     let socket = daemon.socket.clone();
-    let channel = tonic::transport::Endpoint::from_static("http://localhost")
-        .initial_stream_window_size(65_535)
+    endpoint
         .connect_with_connector(tower::service_fn(move |_| {
             let socket = socket.clone();
             async move {
@@ -511,8 +513,15 @@ pub async fn narrow_window_client(daemon: &Daemon) -> DaemonClient {
             }
         }))
         .await
-        .expect("connect to the daemon");
-    DaemonClient::new(channel)
+        .expect("connect to the daemon")
+}
+
+/// A daemon client with HTTP/2's initial 64 KiB stream window (hyper's
+/// default is 2 MiB): the daemon cannot send far ahead of its reading.
+pub async fn narrow_window_client(daemon: &Daemon) -> DaemonClient {
+    let endpoint = tonic::transport::Endpoint::from_static("http://localhost")
+        .initial_stream_window_size(65_535);
+    DaemonClient::new(channel_to(daemon, endpoint).await)
 }
 
 /// The daemon's whole list.
