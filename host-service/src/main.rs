@@ -35,8 +35,8 @@ struct Args {
     /// Never launch a daemon; only adopt one started by hand.
     #[arg(long, env = "HOLDFAST_NO_LAUNCH_DAEMON")]
     no_launch_daemon: bool,
-    /// How long ListSessions waits for the daemon, connecting included,
-    /// before answering from memory.
+    /// How long ListSessions waits for the daemon (connecting included)
+    /// and the database together, before answering from memory.
     #[arg(long, env = "HOLDFAST_DAEMON_DEADLINE_MS", default_value_t = 250,
           value_parser = clap::value_parser!(u64).range(1..=60_000))]
     daemon_deadline_ms: u64,
