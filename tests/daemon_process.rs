@@ -722,18 +722,16 @@ async fn spawn_kill_cycles_leak_no_fds_and_no_zombies() {
 }
 
 /// Pids of processes whose command line is `argv`.
-fn processes_running(argv: &[&str]) -> Vec<u32> {
+fn processes_running(argv: &[&str]) -> Vec<i32> {
     let wanted: Vec<u8> = argv
         .iter()
         .flat_map(|arg| [arg.as_bytes(), b"\0"].concat())
         .collect();
-    std::fs::read_dir("/proc")
-        .expect("/proc")
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+    holdfast::proc_stat::pids()
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|line| line == wanted)
         })
-        .filter(|pid| running(*pid as i32))
+        .filter(|pid| running(*pid))
         .collect()
 }
 
@@ -744,7 +742,7 @@ struct KilledOnDrop(String);
 impl Drop for KilledOnDrop {
     fn drop(&mut self) {
         for pid in processes_running(&["sleep", &self.0]) {
-            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }
         }

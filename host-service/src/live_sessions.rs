@@ -192,7 +192,7 @@ impl DaemonView {
 }
 
 /// Why the rows are missing from a list.
-enum Rows<'a> {
+pub enum Rows<'a> {
     /// Reading them failed.
     Failed(&'a StoreError),
     /// They did not come within the deadline.
@@ -309,15 +309,10 @@ impl LiveSessionView {
         }
     }
 
-    /// The memory view, when the rows cannot be read: which background
+    /// The memory view, when the rows cannot be had: which background
     /// sessions may be listed only they tell.
-    pub fn without_rows(&self, workspace_id: &str, error: &StoreError) -> LiveSessions {
-        self.without_rows_of(workspace_id, Rows::Failed(error), None)
-    }
-
-    /// The memory view, when the rows did not come within the deadline.
-    pub fn rows_too_slow(&self, workspace_id: &str) -> LiveSessions {
-        self.without_rows_of(workspace_id, Rows::Late, None)
+    pub fn without_rows(&self, workspace_id: &str, rows: Rows<'_>) -> LiveSessions {
+        self.without_rows_of(workspace_id, rows, None)
     }
 
     /// The memory view for want of rows, with `daemon`'s word, if it came,

@@ -17,7 +17,7 @@ use crate::api::terminal_service_server::TerminalService;
 use crate::api::workspace_service_server::WorkspaceService;
 use crate::error::{Error, Result};
 use crate::listing::{self, ListSessionsResponse, source_to_proto};
-use crate::live_sessions::{LiveSessionView, LiveSessions};
+use crate::live_sessions::{LiveSessionView, LiveSessions, Rows};
 use crate::memory::{Adoption, AttachGuard, Memory, MemorySession};
 use crate::new_session::NewSession;
 use crate::store::{self, Insert, SessionRow, Status as RowStatus, Store, WorkspaceRow};
@@ -186,8 +186,10 @@ impl Host {
             match tokio::time::timeout_at(until, self.store.workspace(workspace_id)).await {
                 Ok(Ok(Some(_))) => self.workspaces.saw(workspace_id),
                 Ok(Ok(None)) => return Err(Error::WorkspaceNotFound(workspace_id.to_owned())),
-                Ok(Err(error)) => return Ok(self.live.without_rows(workspace_id, &error)),
-                Err(_) => return Ok(self.live.rows_too_slow(workspace_id)),
+                Ok(Err(error)) => {
+                    return Ok(self.live.without_rows(workspace_id, Rows::Failed(&error)));
+                }
+                Err(_) => return Ok(self.live.without_rows(workspace_id, Rows::Late)),
             }
         }
         Ok(self.live.list_live_sessions(workspace_id, until).await)

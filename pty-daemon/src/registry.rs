@@ -36,7 +36,7 @@ struct Sessions {
     /// claim one id.
     reserved: HashSet<String>,
     /// Set as the daemon stops: no spawn starts after.
-    stopping: bool,
+    refusing_spawns: bool,
 }
 
 /// Exit notices buffered per watcher before it is told it lagged.
@@ -240,7 +240,7 @@ impl Registry {
 
     fn reserve(&self, session_id: Option<String>) -> Result<String> {
         let mut sessions = self.sessions();
-        if sessions.stopping {
+        if sessions.refusing_spawns {
             return Err(Error::Stopping);
         }
         let session_id = match session_id {
@@ -264,7 +264,7 @@ impl Registry {
     /// No spawn starts from the call on, and those under way are waited
     /// for (within `grace`), so each program started is hung up too.
     pub async fn hang_up_all(&self, grace: Duration) {
-        self.sessions().stopping = true;
+        self.sessions().refusing_spawns = true;
         let under_way = async {
             loop {
                 let finished = self.spawn_finished.notified();

@@ -140,27 +140,33 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
     // openpty opens both sides inheritable and marks them close-on-exec
     // only after: a program started by another thread meanwhile would keep
     // this terminal open (no hang-up for its session, ever).
-    let (pair, errno) = {
+    let pair = {
         let _alone = PTY_OPENING
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let pair = native_pty_system().openpty(size);
-        (pair, std::io::Error::last_os_error())
+        native_pty_system().openpty(size)
     };
-    let no_resources = |what: &str, error: &dyn std::fmt::Display| Error::NoResources {
-        program: program.clone(),
-        reason: format!("{what}: {error}"),
-    };
-    let pair = pair.map_err(|error| {
-        // portable-pty keeps only the text of openpty's error, which shows
-        // the errno (`Os { code: 24, .. }`); failing that, the thread's
-        // errno may still be openpty's.
-        let code = os_code(&format!("{error:#}")).or(errno.raw_os_error());
-        if is_shortage(code) {
-            let shortage = code.map_or(errno, std::io::Error::from_raw_os_error);
-            no_resources("opening a PTY", &shortage)
+    // A system call of the spawn that failed: a shortage the caller may
+    // retry, or a fault.
+    let failed = |what: &str, error: std::io::Error| {
+        if is_shortage(error.raw_os_error()) {
+            Error::NoResources {
+                program: program.clone(),
+                reason: format!("{what}: {error}"),
+            }
         } else {
-            Error::io("opening a PTY", std::io::Error::other(format!("{error:#}")))
+            Error::io(what, error)
+        }
+    };
+    // portable-pty keeps only the text of openpty's error, which shows the
+    // errno (`Os { code: 24, .. }`).
+    let pair = pair.map_err(|error| {
+        let text = format!("{error:#}");
+        match os_code(&text) {
+            Some(code) if is_shortage(Some(code)) => {
+                failed("opening a PTY", std::io::Error::from_raw_os_error(code))
+            }
+            _ => Error::io("opening a PTY", std::io::Error::other(text)),
         }
     })?;
     let tty = pair
@@ -173,13 +179,7 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
         .ok_or_else(|| Error::io("reading the PTY master", std::io::ErrorKind::NotFound))?;
     // SAFETY: `pair.master` owns this descriptor and outlives the borrow.
     let master = rustix::io::fcntl_dupfd_cloexec(unsafe { BorrowedFd::borrow_raw(master_raw) }, 0)
-        .map_err(|error| {
-            if is_shortage(Some(error.raw_os_error())) {
-                no_resources("duplicating the PTY master", &error)
-            } else {
-                Error::io("duplicating the PTY master", error)
-            }
-        })?;
+        .map_err(|error| failed("duplicating the PTY master", error.into()))?;
     rustix::io::ioctl_fionbio(&master, true)
         .map_err(|error| Error::io("making the PTY master non-blocking", error))?;
 
@@ -233,11 +233,7 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
         Ok(pidfd) => pidfd,
         Err(error) => {
             end_unwatched(pid);
-            return Err(if is_shortage(Some(error.raw_os_error())) {
-                no_resources("opening a pidfd", &error)
-            } else {
-                Error::io("opening a pidfd", error)
-            });
+            return Err(failed("opening a pidfd", error.into()));
         }
     };
     // Closing the daemon's copy of the slave lets reads see EOF once the

@@ -1,7 +1,8 @@
 //! The modes a session's program switched this terminal into (the
 //! alternate screen, a hidden cursor, mouse reporting, bracketed paste,
-//! application keys, the kitty keyboard protocol), followed in its output with a real VT parser, so
-//! that detaching from, say, `vim` or `htop` switches them back: the shell
+//! application keys, the kitty keyboard protocol), followed in its output
+//! with a real VT parser, so that detaching from, say, `vim` or `htop`
+//! switches them back: the shell
 //! prompt then comes back on the normal screen, with a cursor, and clicks
 //! do not type escape codes. A program that exits restores its own.
 
@@ -39,8 +40,6 @@ struct Modes {
     cursor_hidden: bool,
     /// The keypad sends application sequences (`ESC =`).
     keypad_application: bool,
-    /// Whether the alternate screen is shown.
-    alternate: bool,
     /// What the program did to the kitty keyboard flags of the main and
     /// the alternate screen: each screen has a stack of its own.
     keyboard: [Keyboard; 2],
@@ -72,6 +71,11 @@ impl Keyboard {
 }
 
 impl Modes {
+    /// Whether the alternate screen is shown, in any of its spellings.
+    fn alternate(&self) -> bool {
+        self.on.iter().any(|mode| matches!(mode, 1049 | 1047 | 47))
+    }
+
     /// The kitty keyboard protocol: `CSI > flags u` pushes, `CSI < n u`
     /// pops n (1 if not given), `CSI = flags ; mode u` changes the top, of
     /// the screen shown.
@@ -80,7 +84,7 @@ impl Modes {
             .iter()
             .next()
             .and_then(|param| param.first().copied());
-        let keyboard = &mut self.keyboard[usize::from(self.alternate)];
+        let keyboard = &mut self.keyboard[usize::from(self.alternate())];
         match marker {
             b'>' => keyboard.pushed = keyboard.pushed.saturating_add(1),
             b'<' => {
@@ -106,9 +110,6 @@ impl vte::Perform for Modes {
             let Some(&mode) = param.first() else {
                 continue;
             };
-            if matches!(mode, 1049 | 1047 | 47) {
-                self.alternate = set;
-            }
             if mode == 25 {
                 self.cursor_hidden = !set;
             } else if PRIVATE_MODES.iter().any(|(known, _)| *known == mode) {
@@ -149,7 +150,8 @@ impl TerminalModes {
     /// keyboard flags of each screen are undone while it is shown).
     pub fn reset(&self) -> String {
         let [main, alternate] = self.modes.keyboard;
-        let mut reset = if self.modes.alternate {
+        let alternate_shown = self.modes.alternate();
+        let mut reset = if alternate_shown {
             alternate.reset()
         } else {
             main.reset()
@@ -162,7 +164,7 @@ impl TerminalModes {
                 .filter_map(|mode| PRIVATE_MODES.iter().find(|(known, _)| known == mode))
                 .map(|(_, sequence)| *sequence),
         );
-        if self.modes.alternate {
+        if alternate_shown {
             reset.push_str(&main.reset());
         }
         if self.modes.keypad_application {
