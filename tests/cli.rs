@@ -160,6 +160,54 @@ async fn unknown_ids_are_reported_with_a_non_zero_exit() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("no open workspace"));
 }
 
+#[tokio::test]
+async fn logs_prints_the_output_so_far_or_follows_it_to_the_exit() {
+    use std::io::Read;
+    let (_home, host, workspace, target) =
+        host_running("logs", "echo first; read line; echo got:$line; exit 5").await;
+    let id = target.session_id.as_str();
+    host.list_until("its first line written", &workspace, |list| {
+        let first = "first\r\n".len() as u64;
+        list.sessions
+            .iter()
+            .any(|s| s.session_id == id && s.output_offset == first)
+    })
+    .await;
+    let look = holdfast(&host.address, &["logs", id]);
+    assert_eq!(
+        stdout_of(&look),
+        "first\r\n",
+        "what it wrote so far, and no wait"
+    );
+
+    let mut follower = Command::new(binary("holdfast"))
+        .args(["--addr", &host.address, "logs", "--follow", id])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run holdfast logs --follow");
+    host.write_input(id, "x\n").await;
+    let status = wait_with_deadline(&mut follower);
+    let mut followed = String::new();
+    follower
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut followed)
+        .expect("read");
+    assert!(status.success(), "{status}: {followed}");
+    assert!(
+        followed.starts_with("first\r\n") && followed.ends_with("got:x\r\n"),
+        "to the exit: {followed:?}"
+    );
+
+    let unknown = holdfast(
+        &host.address,
+        &["logs", "00000000-0000-4000-8000-000000000000"],
+    );
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no session with id"));
+}
+
 /// `holdfast status | head -1`: output to a reader that has gone away ends
 /// the command quietly and successfully, as it would `ls`, not in a panic.
 #[tokio::test]
@@ -456,6 +504,7 @@ async fn attach_replays_forwards_keys_follows_resizes_and_detaches() {
                 .attach_session(pb::AttachSessionRequest {
                     session_id,
                     from_offset: None,
+                    ..Default::default()
                 })
                 .await
                 .expect("attach")

@@ -125,6 +125,7 @@ async fn with_a_token_every_call_needs_it_and_it_goes_nowhere_else() {
         .attach_session(pb::AttachSessionRequest {
             session_id: session.session_id,
             from_offset: Some(0),
+            ..Default::default()
         })
         .await
         .expect("attach")

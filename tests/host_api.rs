@@ -295,6 +295,7 @@ async fn bad_input_gets_precise_statuses() {
         t.attach_session(pb::AttachSessionRequest {
             session_id: unknown.clone(),
             from_offset: None,
+            ..Default::default()
         })
         .await,
         Code::NotFound,
@@ -527,6 +528,147 @@ async fn start_session_streams_a_new_session_from_its_first_byte() {
     );
 }
 
+/// A look at a session (`until_now`): its output from `from_offset` (each
+/// chunk where the last ended) and its exit, if it sends one. The stream
+/// must end by itself.
+async fn look(
+    host: &HostService,
+    session_id: &str,
+    from_offset: Option<u64>,
+) -> Result<(Vec<u8>, Option<pb::Exited>), tonic::Status> {
+    use pb::attach_session_response::Event;
+    let request = pb::AttachSessionRequest {
+        session_id: session_id.to_owned(),
+        from_offset,
+        until_now: true,
+    };
+    let mut stream = host
+        .terminals
+        .clone()
+        .attach_session(request)
+        .await?
+        .into_inner();
+    let read = async {
+        let (mut text, mut exited) = (Vec::new(), None);
+        let mut next_offset = from_offset;
+        while let Some(message) = stream.message().await? {
+            match message.event {
+                Some(Event::Output(output)) => {
+                    let expected = *next_offset.get_or_insert(output.offset);
+                    assert_eq!(output.offset, expected, "output follows on");
+                    next_offset = Some(output.offset + output.data.len() as u64);
+                    text.extend_from_slice(&output.data);
+                }
+                Some(Event::Exited(exit)) => exited = Some(exit),
+                _ => assert!(exited.is_none(), "the exit is last"),
+            }
+        }
+        Ok((text, exited))
+    };
+    tokio::time::timeout(PATIENCE, read)
+        .await
+        .expect("a look ends by itself")
+}
+
+#[tokio::test]
+async fn a_look_sends_the_output_so_far_and_ends_without_attaching() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("look").await.workspace_id;
+    let [written_once, ticking, exiting, silent] = host
+        .create_sessions(
+            &workspace,
+            [
+                // More than a stream's window: the look stays open until read.
+                &[
+                    "sh",
+                    "-c",
+                    "head -c 300000 /dev/zero | tr '\\0' x; echo; echo done; exec sleep 600",
+                ],
+                &["sh", "-c", "while :; do echo tick; sleep 0.01; done"],
+                &["sh", "-c", "echo bye; exit 3"],
+                &["sleep", "600"],
+            ],
+        )
+        .await;
+    let written = 300_000 + "\r\ndone\r\n".len() as u64;
+    host.list_until("all of its output written", &workspace, |list| {
+        list.sessions
+            .iter()
+            .any(|s| s.session_id == written_once.session_id && s.output_offset == written)
+    })
+    .await;
+
+    // Not attached while looked at.
+    let mut open = host
+        .terminals
+        .clone()
+        .attach_session(pb::AttachSessionRequest {
+            session_id: written_once.session_id.clone(),
+            from_offset: None,
+            until_now: true,
+        })
+        .await
+        .expect("a look")
+        .into_inner();
+    assert!(open.message().await.expect("stream").is_some());
+    let listed = host.list(&workspace).await;
+    let shown = listed
+        .sessions
+        .iter()
+        .find(|s| s.session_id == written_once.session_id)
+        .expect("listed");
+    assert!(!shown.attached, "a look is no attachment: {shown:?}");
+    drop(open);
+
+    let (text, exited) = look(&host, &written_once.session_id, None)
+        .await
+        .expect("look");
+    assert_eq!(text.len() as u64, written);
+    assert!(text.ends_with(b"x\r\ndone\r\n") && exited.is_none());
+    let (text, _) = look(&host, &written_once.session_id, Some(written - 6))
+        .await
+        .expect("look");
+    assert_eq!(text, b"done\r\n", "from an offset");
+    let (text, _) = look(&host, &written_once.session_id, Some(written))
+        .await
+        .expect("look");
+    assert!(text.is_empty(), "from the end: nothing");
+
+    // A program still writing: the look ends all the same.
+    let (text, exited) = look(&host, &ticking.session_id, None).await.expect("look");
+    assert!(
+        text.starts_with(b"tick\r\n") && exited.is_none(),
+        "{text:?}"
+    );
+
+    // Nothing written yet: it ends at once.
+    let (text, exited) = look(&host, &silent.session_id, None).await.expect("look");
+    assert!(text.is_empty() && exited.is_none());
+
+    // An exited session: its output, then its exit.
+    let (text, exited) = eventually("the exit, looked at", || async {
+        let (text, exited) = look(&host, &exiting.session_id, None).await.ok()?;
+        Some((text, exited?))
+    })
+    .await;
+    assert_eq!(
+        (text.as_slice(), exited.exit_code),
+        (&b"bye\r\n"[..], Some(3))
+    );
+
+    host.terminals
+        .dispose_session(pb::DisposeSessionRequest {
+            session_id: silent.session_id.clone(),
+        })
+        .await
+        .expect("dispose");
+    let refused = look(&host, &silent.session_id, None).await;
+    assert_eq!(refused.map_err(|s| s.code()).err(), Some(Code::NotFound));
+    let refused = look(&host, &uuid_like(), None).await;
+    assert_eq!(refused.map_err(|s| s.code()).err(), Some(Code::NotFound));
+}
+
 #[tokio::test]
 async fn dispose_stamps_once_kills_and_hides_for_good() {
     let home = HostHome::new();
@@ -561,6 +703,7 @@ async fn dispose_stamps_once_kills_and_hides_for_good() {
             .attach_session(pb::AttachSessionRequest {
                 session_id: session.session_id.clone(),
                 from_offset: None,
+                ..Default::default()
             })
             .await,
         Code::NotFound,
@@ -975,6 +1118,7 @@ async fn attach_on_own_connection(
         .attach_session(pb::AttachSessionRequest {
             session_id: session_id.to_owned(),
             from_offset: None,
+            ..Default::default()
         })
         .await
         .expect("attach")
@@ -1134,6 +1278,7 @@ async fn every_id_taking_rpc_refuses_every_kind_of_bad_id() {
                 t.attach_session(pb::AttachSessionRequest {
                     session_id: id.clone(),
                     from_offset: None,
+                    ..Default::default()
                 })
                 .await
                 .map(drop),

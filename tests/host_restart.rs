@@ -193,6 +193,53 @@ async fn a_create_whose_client_gave_up_still_finishes() {
         .await;
 }
 
+/// A row recorded as ended while its program runs (a reaper pass that read
+/// the rows while the spawn of a host-service that died was still under
+/// way) is listed again; one whose workspace was closed meanwhile ends.
+#[tokio::test]
+async fn a_running_session_recorded_as_ended_is_listed_again() {
+    use diesel::RunQueryDsl;
+
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let kept = host.create_workspace("kept").await.workspace_id;
+    let closed = host.create_workspace("closed").await.workspace_id;
+    let running = host
+        .create_session(session_request(&kept, &["sleep", "1000"]))
+        .await;
+    let condemned = host
+        .create_session(session_request(&closed, &["sleep", "1000"]))
+        .await;
+    host.stop(rustix::process::Signal::KILL);
+    let mut db = home.open_database();
+    diesel::sql_query(
+        "UPDATE terminal_sessions SET status = 'exited', ended_at = 1, exit_code = 0",
+    )
+    .execute(&mut db)
+    .expect("record both as ended");
+    diesel::sql_query("UPDATE workspaces SET closed_at = 1 WHERE id = ?")
+        .bind::<diesel::sql_types::Text, _>(&closed)
+        .execute(&mut db)
+        .expect("close a workspace");
+
+    let host = home.start(&[]).await;
+    let listed = host
+        .list_until("the running session listed again", &kept, |list| {
+            is_complete(list) && !list.sessions.is_empty()
+        })
+        .await;
+    assert_eq!(ids(&listed), vec![running.session_id.as_str()]);
+    assert!(listed.sessions[0].alive, "{listed:?}");
+    let mut client = holdfast::daemon_client::connect(&home.socket(), Duration::from_secs(5))
+        .await
+        .expect("daemon");
+    exited(&client, &condemned.session_id).await;
+    let still = find(&mut client, &running.session_id)
+        .await
+        .expect("listed");
+    assert!(still.alive, "the revived session is left running");
+}
+
 #[tokio::test]
 async fn a_session_disposed_while_being_adopted_is_never_listed_again() {
     use diesel::RunQueryDsl;
@@ -225,6 +272,7 @@ async fn a_session_disposed_while_being_adopted_is_never_listed_again() {
                 .attach_session(pb::AttachSessionRequest {
                     session_id,
                     from_offset: None,
+                    ..Default::default()
                 })
                 .await
         }
@@ -771,6 +819,7 @@ async fn a_restart_storm_loses_no_session_and_no_output() {
                     let request = pb::AttachSessionRequest {
                         session_id: watched.clone(),
                         from_offset: Some(from),
+                        ..Default::default()
                     };
                     let reply = TerminalServiceClient::new(channel)
                         .attach_session(request)

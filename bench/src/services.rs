@@ -263,6 +263,7 @@ impl Host {
         let request = pb::AttachSessionRequest {
             session_id: session_id.into(),
             from_offset: Some(0),
+            ..Default::default()
         };
         Ok(self.terminals.attach_session(request).await?.into_inner())
     }

@@ -232,9 +232,15 @@ impl Memory {
         }
     }
 
-    /// Records that every registered session died (its daemon died).
+    /// Records that every registered session died (its daemon died), and
+    /// every session still being created or adopted: what the dead daemon
+    /// said of them (started, alive) no longer holds, and registered they
+    /// would be listed alive for good, their rows settled already.
     pub fn mark_all_exited(&self) {
         let mut inner = self.inner();
+        for pending in inner.pending.values_mut() {
+            pending.exited = true;
+        }
         let sessions = inner.sessions_mut();
         for session in sessions.values_mut() {
             session.exit.get_or_insert((None, None));
@@ -469,6 +475,21 @@ mod tests {
         let visited = memory.visit(|session| session.refresh("t", 2, 100, 30));
         assert_eq!(visited, last);
         assert_eq!(memory.generation(), last);
+    }
+
+    #[test]
+    fn sessions_being_created_or_adopted_when_the_daemon_dies_stay_out() {
+        let memory = Arc::new(Memory::default());
+        memory.begin_create("created");
+        let adoption = memory.begin_adopt("adopted");
+        memory.mark_all_exited();
+        assert!(memory.finish_create("created", Some(session("created"))));
+        assert!(!adoption.register(session("adopted")));
+        assert!(!memory.contains("created") && !memory.contains("adopted"));
+        // Once settled, a later creation of another session is not affected.
+        memory.begin_create("later");
+        assert!(memory.finish_create("later", Some(session("later"))));
+        assert!(memory.contains("later"));
     }
 
     #[test]

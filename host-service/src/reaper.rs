@@ -12,7 +12,7 @@ use holdfast::proto::daemon::v1 as daemon;
 
 use crate::error::{Error, Result};
 use crate::memory::Memory;
-use crate::store::{self, Ending, Status, Store};
+use crate::store::{self, Ending, Revival, Store};
 
 /// How long the reaper waits for the daemon's answers.
 const DAEMON_PATIENCE: Duration = Duration::from_secs(5);
@@ -26,6 +26,8 @@ pub struct ReapReport {
     pub killed_orphans: usize,
     /// Rows recorded as ended because their process is gone.
     pub settled: usize,
+    /// Rows recorded as ended whose process runs, made active again.
+    pub revived: usize,
 }
 
 /// The reconciler.
@@ -99,11 +101,23 @@ impl Reaper {
             let stamped = match rows_by_id.get(id) {
                 // Only a stamp condemns a session with a row.
                 Some(row) => row.is_stamped(),
-                // Not in the snapshot: settled (ended unstamped, or
-                // disposed) or truly no row.
-                None => match self.store.session(id).await? {
-                    Some(row) => row.is_stamped() || row.status() == Status::Disposed,
-                    None => {
+                // Not in the snapshot: settled (ended, or disposed), or
+                // truly no row. An ended row whose program runs was
+                // settled wrongly: by a pass that read the rows while its
+                // spawn (begun by a host-service that died) was still
+                // under way, which no list shows. It is listed again.
+                None => match self.store.revive(id).await? {
+                    Revival::Revived => {
+                        tracing::warn!(
+                            session_id = id,
+                            "a session recorded as ended is running; listed again"
+                        );
+                        report.revived += 1;
+                        continue;
+                    }
+                    Revival::Active => false,
+                    Revival::Condemned => true,
+                    Revival::NoRow => {
                         tracing::info!(
                             session_id = id,
                             "killing an orphan daemon session with no row"

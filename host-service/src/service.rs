@@ -25,6 +25,10 @@ use crate::validate;
 use crate::workspaces::KnownWorkspaces;
 
 /// A daemon session's events, as `Attach` streams them.
+/// How long a kill waits for a spawn that got no answer to show up in the
+/// daemon: far longer than a spawn takes, even on a loaded machine.
+const SPAWN_UNDER_WAY_PATIENCE: Duration = Duration::from_secs(10);
+
 type DaemonEvents = Pin<Box<dyn Stream<Item = Result<daemon::AttachResponse, Status>> + Send>>;
 
 /// Most attached ids one count request may name.
@@ -179,6 +183,33 @@ impl Host {
         }
     }
 
+    /// Ends a session whose spawn got no answer. The daemon may still be
+    /// starting it (a spawn under way is in no list and cannot be killed
+    /// yet), so a kill that finds no such session is tried again for a
+    /// while, rather than leaving the program to the reaper's next pass.
+    async fn end_if_started(&self, session_id: &str) {
+        let give_up = tokio::time::Instant::now() + SPAWN_UNDER_WAY_PATIENCE;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            match self.kill(session_id).await {
+                Ok(()) => return,
+                Err(Error::Daemon(status))
+                    if status.code() == tonic::Code::NotFound
+                        && tokio::time::Instant::now() + pause < give_up =>
+                {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                // It never started, or it exited already.
+                Err(Error::Daemon(status)) if status.code() == tonic::Code::NotFound => return,
+                Err(error) => {
+                    tracing::warn!(%session_id, %error, "killing a session whose spawn got no answer failed; the reaper will retry");
+                    return;
+                }
+            }
+        }
+    }
+
     async fn live(&self, workspace_id: &str) -> Result<LiveSessions> {
         let workspace_id = validate::id("workspace_id", workspace_id)?;
         let until = tokio::time::Instant::now() + self.live.deadline;
@@ -205,6 +236,41 @@ impl Host {
         // Begun before the row is read: a dispose stamping it after the
         // read still keeps the session out of memory.
         let adoption = self.memory.begin_adopt(session_id);
+        let row = self.undisposed_row(session_id).await?;
+        tracing::debug!(%session_id, "adopting a restored session once the daemon answers for it");
+        Ok(Some((row, adoption)))
+    }
+
+    /// What the daemon says of one session, if it knows it.
+    async fn daemon_session(&self, session_id: &str) -> Result<Option<daemon::Session>> {
+        let mut client = self.daemon.clone();
+        let list = self
+            .daemon_call(
+                "listing the session",
+                client.list(self.request(daemon::ListRequest {
+                    session_ids: vec![session_id.to_owned()],
+                    ..Default::default()
+                })),
+            )
+            .await?;
+        // A daemon older than `session_ids` answers with every session.
+        Ok(list
+            .sessions
+            .into_iter()
+            .find(|session| session.session_id == session_id))
+    }
+
+    /// Whether a session may be looked at: in memory, or with a row that
+    /// is not disposed.
+    async fn lookable(&self, session_id: &str) -> Result<()> {
+        if !self.memory.contains(session_id) {
+            self.undisposed_row(session_id).await?;
+        }
+        Ok(())
+    }
+
+    /// The session's row, unless it is missing or disposed.
+    async fn undisposed_row(&self, session_id: &str) -> Result<SessionRow> {
         let row = self
             .store
             .session(session_id)
@@ -213,8 +279,7 @@ impl Host {
         if row.is_stamped() || row.status() == RowStatus::Disposed {
             return Err(Error::SessionDisposed(session_id.to_owned()));
         }
-        tracing::debug!(%session_id, "adopting a restored session once the daemon answers for it");
-        Ok(Some((row, adoption)))
+        Ok(row)
     }
 
     /// Registers a restored session in memory, with what the daemon says of
@@ -223,23 +288,7 @@ impl Host {
         if row.status() != RowStatus::Active {
             return;
         }
-        let mut client = self.daemon.clone();
-        let listed = self
-            .daemon_call(
-                "listing the session",
-                client.list(self.request(daemon::ListRequest {
-                    session_ids: vec![row.id.clone()],
-                    ..Default::default()
-                })),
-            )
-            .await
-            .ok()
-            // A daemon older than `session_ids` answers with every session.
-            .and_then(|list| {
-                list.sessions
-                    .into_iter()
-                    .find(|session| session.session_id == row.id)
-            });
+        let listed = self.daemon_session(&row.id).await.ok().flatten();
         let Some(session) = listed.filter(|session| session.alive) else {
             return;
         };
@@ -336,7 +385,7 @@ impl Host {
                 if error.may_have_started() {
                     let host = self.clone();
                     let session_id = session_id.clone();
-                    tokio::spawn(async move { host.end_unregistered(&session_id).await });
+                    tokio::spawn(async move { host.end_if_started(&session_id).await });
                 }
                 if let Err(store_error) = self.store.delete_session(&session_id).await {
                     tracing::error!(%session_id, %store_error, "removing the row of a failed spawn failed; the reaper will settle it");
@@ -452,13 +501,44 @@ impl Host {
             .await
     }
 
+    /// A look at a session: the events of `open` (its attach stream from
+    /// `from_offset`) up to the output written by now, and its exit if it
+    /// has exited. Nothing is registered or counted as attached: a look
+    /// changes nothing, as a list does not. The host cuts the stream
+    /// itself, at the offset the daemon lists, so any daemon serves it:
+    /// one that outlived an update included.
+    async fn look(
+        &self,
+        session_id: &str,
+        from_offset: Option<u64>,
+        open: impl Future<Output = Result<tonic::Streaming<daemon::AttachResponse>>>,
+    ) -> Result<DaemonEvents> {
+        let (known, listed, events) = tokio::join!(
+            self.lookable(session_id),
+            self.daemon_session(session_id),
+            open
+        );
+        known?;
+        let events = events?;
+        let listed = listed?.ok_or_else(|| Error::SessionNotFound(session_id.to_owned()))?;
+        let end = listed.output_offset;
+        Ok(if !listed.alive {
+            // Its output is all there: the stream ends with the exit.
+            events.boxed()
+        } else if from_offset.map_or(end == 0, |from| from >= end) {
+            futures_util::stream::empty().boxed()
+        } else {
+            output_until(events, end).boxed()
+        })
+    }
+
     /// Relays a daemon attach stream as the host's, the session counted as
-    /// attached (by `guard`) until the stream is dropped.
+    /// attached (by `guard`, if any) until the stream is dropped.
     fn relay<S>(
         &self,
         session_id: String,
         events: S,
-        guard: AttachGuard,
+        guard: Option<AttachGuard>,
     ) -> impl Stream<Item = Result<pb::AttachSessionResponse, Status>> + Send + use<S>
     where
         S: Stream<Item = Result<daemon::AttachResponse, Status>> + Send + 'static,
@@ -581,7 +661,7 @@ impl TerminalService for Host {
         })
         .await?;
         let rest = self
-            .relay(session.session_id.clone(), events, guard)
+            .relay(session.session_id.clone(), events, Some(guard))
             .map(|event| {
                 event.map(|attach| pb::StartSessionResponse {
                     event: Some(Event::Attach(attach)),
@@ -637,6 +717,12 @@ impl TerminalService for Host {
         let request = request.into_inner();
         let session_id = validate::id("session_id", &request.session_id)?.to_owned();
         let open = self.open_stream(&session_id, request.from_offset);
+        if request.until_now {
+            let events = self.look(&session_id, request.from_offset, open).await?;
+            return Ok(Response::new(Box::pin(
+                self.relay(session_id, events, None),
+            )));
+        }
         // A session that is not in memory (restored after a restart, or
         // exited) has its row read while the stream opens: opening one
         // changes nothing, so a refusal has nothing to undo but to drop it.
@@ -657,9 +743,11 @@ impl TerminalService for Host {
                 tracing::warn!(session_id = %touched, %error, "recording the attach failed");
             }
         });
-        Ok(Response::new(Box::pin(
-            self.relay(session_id, events, guard),
-        )))
+        Ok(Response::new(Box::pin(self.relay(
+            session_id,
+            events,
+            Some(guard),
+        ))))
     }
 
     async fn write_input(
@@ -730,6 +818,42 @@ impl TerminalService for Host {
         let disposed = to_completion(async move { host.dispose(session_id).await }).await?;
         Ok(Response::new(disposed))
     }
+}
+
+/// `events` up to output offset `end` (of a session still running):
+/// output and truncation cut there, and the stream ended at once, without
+/// waiting for what the program writes next.
+fn output_until<S>(events: S, end: u64) -> impl Stream<Item = S::Item> + Send + use<S>
+where
+    S: Stream<Item = Result<daemon::AttachResponse, Status>> + Send + Unpin,
+{
+    use daemon::attach_response::Event as D;
+    futures_util::stream::unfold(Some(events), move |events| async move {
+        let mut events = events?;
+        let mut event = events.next().await?;
+        let mut reached = false;
+        if let Ok(response) = &mut event {
+            match &mut response.event {
+                Some(D::Output(output)) => {
+                    let left = end.saturating_sub(output.offset);
+                    if left == 0 {
+                        return None;
+                    }
+                    if left <= output.data.len() as u64 {
+                        // At most the length, so it fits usize.
+                        output.data.truncate(left as usize);
+                        reached = true;
+                    }
+                }
+                Some(D::Truncated(truncated)) if truncated.to_offset >= end => {
+                    truncated.to_offset = end;
+                    reached = true;
+                }
+                _ => {}
+            }
+        }
+        Some((event, (!reached).then_some(events)))
+    })
 }
 
 fn event_to_proto(

@@ -505,6 +505,47 @@ impl Store {
         .await
     }
 
+    /// For a session the daemon runs whose row is not active: an ended row
+    /// (unstamped, in an open workspace) is made active again, its end
+    /// having been recorded wrongly; any other is condemned. See
+    /// [`Revival`].
+    pub async fn revive(&self, id: &str) -> Result<Revival> {
+        let id = id.to_owned();
+        self.run("reviving a session recorded as ended", move |conn| {
+            conn.immediate_transaction(|conn| {
+                let found: Option<(String, Option<i64>, Option<i64>)> = terminal_sessions::table
+                    .inner_join(workspaces::table)
+                    .filter(terminal_sessions::id.eq(&id))
+                    .select((
+                        terminal_sessions::status,
+                        terminal_sessions::dispose_requested_at,
+                        workspaces::closed_at,
+                    ))
+                    .first(conn)
+                    .optional()?;
+                let Some((status, stamp, closed)) = found else {
+                    return Ok(Revival::NoRow);
+                };
+                Ok(match (Status::parse(&status), stamp, closed) {
+                    (Status::Active, None, None) => Revival::Active,
+                    (Status::Exited, None, None) => {
+                        diesel::update(terminal_sessions::table.find(&id))
+                            .set((
+                                terminal_sessions::status.eq(Status::Active.as_str()),
+                                terminal_sessions::ended_at.eq(None::<i64>),
+                                terminal_sessions::exit_code.eq(None::<i32>),
+                                terminal_sessions::exit_signal.eq(None::<i32>),
+                            ))
+                            .execute(conn)?;
+                        Revival::Revived
+                    }
+                    _ => Revival::Condemned,
+                })
+            })
+        })
+        .await
+    }
+
     /// Notes that a client attached now.
     pub async fn touch_attached(&self, id: &str, now: i64) -> Result<()> {
         let id = id.to_owned();
@@ -516,6 +557,21 @@ impl Store {
         })
         .await
     }
+}
+
+/// What [`Store::revive`] made of a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revival {
+    /// It was recorded as ended while its program ran (a spawn that
+    /// registered after a pass missed it, say): it is active again.
+    Revived,
+    /// It is active already.
+    Active,
+    /// Disposed, stamped for it, or in a closed workspace: the program
+    /// must end.
+    Condemned,
+    /// There is no such row.
+    NoRow,
 }
 
 /// Per-connection settings: WAL for concurrent readers, a busy timeout so

@@ -362,9 +362,13 @@ impl Supervisor {
         // Since when a daemon that was up has not been reachable.
         let mut unreachable_since: Option<Instant> = None;
         loop {
+            // Whether the daemon refused the watch itself: answering a
+            // probe all the same, it is tried again after a pause, not
+            // at once (each turn costs a connection, a List and a pass).
+            let mut watch_refused = false;
             if matches!(self.health.state(), DaemonState::Up { .. }) {
                 was_up = true;
-                self.follow_exits().await;
+                watch_refused = !self.follow_exits().await;
             }
             // The watch ended (the daemon restarted, died, or the link
             // broke), or the daemon was not up to begin with.
@@ -373,6 +377,9 @@ impl Supervisor {
                     unreachable_since = None;
                     self.adopted(&info).await;
                     self.reaper.pass_logged().await;
+                    if watch_refused {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
                     continue;
                 }
                 Err(Probe::Unresponsive(reason)) => {
@@ -437,14 +444,14 @@ impl Supervisor {
         }
     }
 
-    /// Streams exits until the stream ends.
-    async fn follow_exits(&self) {
+    /// Streams exits until the stream ends; false if it did not open.
+    async fn follow_exits(&self) -> bool {
         let mut client = self.client.clone();
         let mut stream = match client.watch_sessions(daemon::WatchSessionsRequest {}).await {
             Ok(response) => response.into_inner(),
             Err(status) => {
                 tracing::warn!(%status, "cannot watch the pty-daemon's sessions");
-                return;
+                return false;
             }
         };
         // Exits that happened before the watch began are picked up here.
@@ -461,10 +468,10 @@ impl Supervisor {
                     }
                     None => {}
                 },
-                Ok(None) => return,
+                Ok(None) => return true,
                 Err(status) => {
                     tracing::warn!(%status, "lost the pty-daemon's exit stream");
-                    return;
+                    return true;
                 }
             }
         }

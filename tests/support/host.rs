@@ -194,6 +194,7 @@ impl HostService {
             .attach_session(pb::AttachSessionRequest {
                 session_id: session_id.to_owned(),
                 from_offset,
+                ..Default::default()
             })
             .await
             .expect("attach")

@@ -70,6 +70,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
                 .attach_session(pb::AttachSessionRequest {
                     session_id,
                     from_offset: None,
+                    ..Default::default()
                 })
                 .await?
                 .into_inner();

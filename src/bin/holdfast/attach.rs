@@ -46,10 +46,10 @@ impl DetachKey {
 
 /// How long a lost attachment is tried again before giving up: well over
 /// what a host-service takes to start again after an update or a crash.
-const REATTACH_PATIENCE: Duration = Duration::from_secs(30);
+pub const REATTACH_PATIENCE: Duration = Duration::from_secs(30);
 
 /// The longest pause between two tries.
-const REATTACH_PAUSE_MAX: Duration = Duration::from_secs(1);
+pub const REATTACH_PAUSE_MAX: Duration = Duration::from_secs(1);
 
 /// A session's events, from whichever call opened them.
 type Events = Pin<Box<dyn Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>> + Send>>;
@@ -131,6 +131,7 @@ pub async fn attach(
         .attach_session(pb::AttachSessionRequest {
             session_id: session_id.clone(),
             from_offset: None,
+            ..Default::default()
         })
         .await
         .map_err(refused)?
@@ -308,7 +309,7 @@ async fn relay(
 
 /// Whether a failed call is the host-service's answer to it (the session
 /// is gone, the request is wrong), not the host-service going away.
-fn is_verdict(status: &tonic::Status) -> bool {
+pub fn is_verdict(status: &tonic::Status) -> bool {
     use tonic::Code;
     matches!(
         status.code(),
@@ -470,6 +471,7 @@ async fn reattach(
         let request = pb::AttachSessionRequest {
             session_id: session_id.to_owned(),
             from_offset,
+            ..Default::default()
         };
         let mut terminals = clients.terminals.clone();
         let Some(answer) = keeping_keys(terminals.attach_session(request), keyboard, ends).await?

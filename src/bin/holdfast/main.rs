@@ -101,6 +101,16 @@ enum Command {
         /// The session id.
         id: String,
     },
+    /// Print a session's output so far, as its program wrote it, without
+    /// attaching to it; `-f` follows it to its exit.
+    Logs {
+        /// The session id.
+        id: String,
+        /// Go on printing what it writes next, until it exits, as `tail
+        /// -f` does (this counts it as attached).
+        #[arg(long, short)]
+        follow: bool,
+    },
     /// Show whether the host-service and its daemon are up, with versions,
     /// pids and paths.
     Status,
@@ -131,6 +141,7 @@ enum WorkspaceCommand {
 const DEFAULT_WORKSPACE: &str = "default";
 
 mod attach;
+mod logs;
 mod own_server;
 mod stdout;
 mod terminal_modes;
@@ -374,6 +385,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             }
         }
         Command::Attach { id } => return attach::attach(&mut clients, id, cli.detach_key).await,
+        Command::Logs { id, follow } => return logs::logs(&mut clients, id, follow).await,
         Command::Kill { id } => {
             clients
                 .terminals

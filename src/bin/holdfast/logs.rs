@@ -1,0 +1,134 @@
+//! `holdfast logs`: a session's output, as its program wrote it, without
+//! attaching to it: what it has written so far (`AttachSession` with
+//! `until_now`), or with `--follow` also what it writes next, to its exit,
+//! as `tail -f` does. Nothing is sent to the session, it is not resized,
+//! and a look does not count it as attached.
+
+use std::io::{ErrorKind, StdoutLock, Write};
+use std::time::{Duration, Instant};
+
+use futures_util::{Stream, StreamExt};
+use holdfast::proto::host::v1 as pb;
+use pb::attach_session_response::Event;
+
+use crate::attach::{REATTACH_PATIENCE, REATTACH_PAUSE_MAX, is_verdict};
+use crate::{Clients, refused};
+
+/// Writes the session's output to stdout; with `follow`, until it exits,
+/// going on from the last byte written across a host-service restart.
+pub async fn logs(clients: &mut Clients, session_id: String, follow: bool) -> anyhow::Result<u8> {
+    let mut out = Copy {
+        stdout: std::io::stdout().lock(),
+        written_to: None,
+    };
+    // When the host-service went away, while it is away.
+    let mut missed_since: Option<Instant> = None;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let request = pb::AttachSessionRequest {
+            session_id: session_id.clone(),
+            from_offset: out.written_to,
+            until_now: !follow,
+        };
+        let failure = match clients.terminals.attach_session(request).await {
+            Ok(events) => {
+                missed_since = None;
+                pause = Duration::from_millis(50);
+                match out.events(events.into_inner(), follow).await? {
+                    Copied::Ended => return Ok(0),
+                    Copied::Failed(status) => status,
+                }
+            }
+            Err(status) => status,
+        };
+        if is_verdict(&failure) || !follow {
+            return Err(refused(failure).context(format!("reading session {session_id}")));
+        }
+        // The host-service went away (an update, a crash), and the session
+        // runs on under the daemon: follow it again once it is back.
+        tracing::debug!(status = %failure, "following again");
+        let since = *missed_since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= REATTACH_PATIENCE {
+            anyhow::bail!(
+                "the host-service did not come back within {} s ({}); session {session_id} may still be running",
+                REATTACH_PATIENCE.as_secs(),
+                failure.message()
+            );
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(REATTACH_PAUSE_MAX);
+    }
+}
+
+/// Output written to stdout so far.
+struct Copy {
+    stdout: StdoutLock<'static>,
+    /// Where it ends, to go on from there.
+    written_to: Option<u64>,
+}
+
+/// How copying one stream ended.
+enum Copied {
+    /// All there was to write is written: the session exited, or the look
+    /// is over.
+    Ended,
+    /// The stream failed (or, followed, ended without the exit).
+    Failed(tonic::Status),
+}
+
+impl Copy {
+    async fn events(
+        &mut self,
+        events: impl Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>>,
+        follow: bool,
+    ) -> anyhow::Result<Copied> {
+        tokio::pin!(events);
+        let copied = loop {
+            let event = match events.next().await {
+                Some(Ok(message)) => message.event,
+                Some(Err(status)) => break Copied::Failed(status),
+                None if follow => {
+                    break Copied::Failed(tonic::Status::unavailable(
+                        "the host-service ended the stream",
+                    ));
+                }
+                None => break Copied::Ended,
+            };
+            match event {
+                Some(Event::Output(output)) => {
+                    self.written_to = Some(output.offset + output.data.len() as u64);
+                    self.write(&output.data)?;
+                }
+                Some(Event::Truncated(gap)) => {
+                    self.written_to = Some(gap.to_offset);
+                    self.flush()?;
+                    eprintln!(
+                        "[holdfast: {} bytes of earlier output are no longer held]",
+                        gap.to_offset - gap.from_offset
+                    );
+                }
+                Some(Event::Exited(_)) => break Copied::Ended,
+                Some(Event::Title(_)) | None => {}
+            }
+        };
+        self.flush()?;
+        Ok(copied)
+    }
+
+    fn write(&mut self, data: &[u8]) -> anyhow::Result<()> {
+        quiet_on_closed(self.stdout.write_all(data))
+    }
+
+    fn flush(&mut self) -> anyhow::Result<()> {
+        quiet_on_closed(self.stdout.flush())
+    }
+}
+
+/// Stops, successfully, once nobody reads the output (`holdfast logs ID |
+/// head`), as `say!` does.
+fn quiet_on_closed(written: std::io::Result<()>) -> anyhow::Result<()> {
+    match written {
+        Err(error) if error.kind() == ErrorKind::BrokenPipe => std::process::exit(0),
+        written => Ok(written?),
+    }
+}
