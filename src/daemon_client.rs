@@ -121,3 +121,11 @@ fn lazy(endpoint: Endpoint, path: &Path, connect_timeout: Duration) -> DaemonCli
         .connect_with_connector_lazy(connector(path));
     PtyDaemonClient::new(channel).max_decoding_message_size(usize::MAX)
 }
+
+/// A bare channel as [`connect_lazy`]'s, for the daemon's other services
+/// (its health).
+pub fn connect_channel_lazy(path: &Path, connect_timeout: Duration) -> Channel {
+    endpoint()
+        .connect_timeout(connect_timeout)
+        .connect_with_connector_lazy(connector(path))
+}

@@ -263,6 +263,40 @@ async fn new_attach_with_input_at_its_end_shows_all_output_and_the_exit() {
     assert!(stderr.contains("exited with code 5"), "{stderr}");
 }
 
+/// Input that is not a terminal is data: a byte that is the detach key
+/// goes to the program with the rest instead of detaching.
+#[tokio::test]
+async fn piped_input_holding_the_detach_key_is_sent_whole() {
+    use std::io::Write;
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let mut cli = Command::new(binary("holdfast"))
+        .args(["--addr", &host.address, "new", "--attach", "--"])
+        .args(["sh", "-c", "stty raw -echo; head -c 3 | od -An -tx1"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run holdfast");
+    cli.stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"a\x1db")
+        .expect("write");
+    let status = wait_with_deadline(&mut cli);
+    let output = cli.wait_with_output().expect("output");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(
+        stdout.contains("61 1d 62"),
+        "all three bytes: {stdout:?} {stderr}"
+    );
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("detached"), "{stderr}");
+}
+
 /// Commands run at once on a fresh database, each finding no default
 /// workspace: they all end up in one, and `holdfast ls` shows every
 /// session they started.

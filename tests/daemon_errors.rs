@@ -53,6 +53,28 @@ async fn bad_input_gets_precise_statuses() {
         "absolute",
     );
     expect_status(
+        client.spawn(with(&|r| r.cwd = "/tmp\0x".into())).await,
+        Code::InvalidArgument,
+        "NUL",
+    );
+    expect_status(
+        client
+            .spawn(with(&|r| r.cwd = format!("/{}", "d".repeat(100_000))))
+            .await,
+        Code::InvalidArgument,
+        "a path may be at most",
+    );
+    // There, but no program this user may run.
+    for not_runnable in ["/etc/passwd", "/tmp"] {
+        expect_status(
+            client
+                .spawn(with(&|r| r.argv = vec![not_runnable.into()]))
+                .await,
+            Code::PermissionDenied,
+            not_runnable,
+        );
+    }
+    expect_status(
         client.spawn(with(&|r| r.session_id = "x".repeat(65))).await,
         Code::InvalidArgument,
         "limit is 64",
@@ -175,6 +197,18 @@ async fn bad_input_gets_precise_statuses() {
             .await,
         Code::InvalidArgument,
         "grace_ms",
+    );
+    // Checked before the session is looked up, as on every call.
+    expect_status(
+        client
+            .kill(pb::KillRequest {
+                session_id: "no-such-session".into(),
+                signal: 99,
+                grace_ms: None,
+            })
+            .await,
+        Code::InvalidArgument,
+        "signal 99",
     );
     expect_status(
         client

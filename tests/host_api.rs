@@ -229,6 +229,22 @@ async fn bad_input_gets_precise_statuses() {
         Code::InvalidArgument,
         "limit is 10000",
     );
+    // An id that would never match is no id to subtract.
+    for (bad, why) in [
+        ("x", "attached_session_ids[1] \"x\" is not a valid id"),
+        ("", "attached_session_ids[1] is required"),
+        ("ABCDEF01-2345-4678-9ABC-DEF012345678", "lower case"),
+    ] {
+        expect_status(
+            t.count_background_sessions(pb::CountBackgroundSessionsRequest {
+                workspace_id: workspace.clone(),
+                attached_session_ids: vec![unknown.clone(), bad.to_owned()],
+            })
+            .await,
+            Code::InvalidArgument,
+            why,
+        );
+    }
     expect_status(
         t.create_session(session_request(&unknown, &["true"])).await,
         Code::NotFound,
@@ -871,6 +887,71 @@ async fn the_reaper_kills_orphans_but_never_active_sessions() {
         ids(&host.list(&workspace).await),
         vec![kept.session_id.as_str()]
     );
+}
+
+/// A session that exited and that the daemon has forgotten (here at once:
+/// no retention) is answered as exited, from its row, not as unknown:
+/// input and resizes are refused as the daemon refuses them for an exited
+/// session it still holds, and an attach or a look tells its exit.
+#[tokio::test]
+async fn a_session_the_daemon_forgot_is_still_told_as_exited() {
+    use pb::attach_session_response::Event;
+    let home = HostHome::new();
+    let mut host = home
+        .start_with_env(&[], &[("HOLDFAST_EXIT_RETENTION_SECS", "0")])
+        .await;
+    let workspace = host.create_workspace("forgotten").await.workspace_id;
+    let session = host
+        .create_session(session_request(&workspace, &["sh", "-c", "exit 4"]))
+        .await;
+    let id = session.session_id.as_str();
+    let refused = eventually("the exit recorded and the session forgotten", || {
+        let mut terminals = host.terminals.clone();
+        async move {
+            let write = pb::WriteInputRequest {
+                session_id: id.to_owned(),
+                data: "x".into(),
+            };
+            let status = terminals.write_input(write).await.err()?;
+            (status.code() == Code::FailedPrecondition).then_some(status)
+        }
+    })
+    .await;
+    assert!(refused.message().contains("has exited"), "{refused:?}");
+    expect_status(
+        host.terminals
+            .resize_session(pb::ResizeSessionRequest {
+                session_id: id.to_owned(),
+                cols: 100,
+                rows: 30,
+            })
+            .await,
+        Code::FailedPrecondition,
+        "has exited",
+    );
+    let mut attached = host.attach(id, None).await;
+    let told = attached
+        .message()
+        .await
+        .expect("stream")
+        .expect("a message");
+    assert!(
+        matches!(
+            told.event,
+            Some(Event::Exited(pb::Exited {
+                exit_code: Some(4),
+                ..
+            }))
+        ),
+        "{told:?}"
+    );
+    assert!(
+        attached.message().await.expect("stream").is_none(),
+        "the exit is last"
+    );
+    let (text, exited) = look(&host, id, None).await.expect("a look");
+    assert!(text.is_empty());
+    assert_eq!(exited.expect("the exit").exit_code, Some(4));
 }
 
 #[tokio::test]

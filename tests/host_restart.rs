@@ -479,6 +479,37 @@ async fn lists_do_not_wait_for_the_database_past_the_deadline() {
     assert!(is_complete(&host.list(&workspace).await));
 }
 
+/// A create that failed because the daemon hung (no answer within the
+/// operation timeout) leaves nothing running once the daemon goes on, even
+/// though the daemon then reads the spawn it was sent: the host-service
+/// kills it, not the reaper (whose next pass is an hour away here).
+#[tokio::test]
+async fn a_create_that_got_no_answer_leaves_nothing_running() {
+    let home = HostHome::new();
+    let mut host = home
+        .start(&[
+            "--operation-timeout-ms",
+            "300",
+            "--reap-interval-secs",
+            "3600",
+        ])
+        .await;
+    let workspace = host.create_workspace("hung").await.workspace_id;
+    let daemon = home.serving_daemon_pid().await.expect("a daemon serves");
+    let daemon = Pid::from_raw(daemon).expect("pid");
+    rustix::process::kill_process(daemon, Signal::STOP).expect("SIGSTOP the daemon");
+    stopped(daemon.as_raw_nonzero().get()).await;
+    let failed = host
+        .terminals
+        .create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+    expect_status(failed, tonic::Code::Unavailable, "no answer");
+    rustix::process::kill_process(daemon, Signal::CONT).expect("SIGCONT the daemon");
+    home.until_no_session_runs("the failed create's program to be ended")
+        .await;
+    assert!(ids(&host.list(&workspace).await).is_empty());
+}
+
 #[tokio::test]
 async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
     let home = HostHome::new();
@@ -541,6 +572,20 @@ async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
         status.message()
     );
     assert!(started.elapsed() < Duration::from_secs(5));
+    // Its status says so: a daemon up that does not answer is down.
+    let mut status =
+        holdfast::proto::host::v1::status_service_client::StatusServiceClient::connect(
+            host.address.clone(),
+        )
+        .await
+        .expect("status client");
+    let told = status
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .expect("status")
+        .into_inner();
+    assert_eq!(told.daemon_state, pb::DaemonState::Down as i32, "{told:?}");
+    assert!(told.daemon_reason.contains("250 ms"), "{told:?}");
 
     // A host-service started while the daemon hangs waits for it: it
     // neither replaces it nor counts its sessions as lost.
@@ -606,7 +651,13 @@ async fn a_dead_daemon_is_relaunched_and_its_sessions_are_recorded_as_exited() {
         })
         .await
         .expect_err("the session is gone");
-    assert_eq!(status.code(), tonic::Code::NotFound, "{}", status.message());
+    // Gone with its daemon, and recorded so: it has exited.
+    assert_eq!(
+        (status.code(), status.message().contains("has exited")),
+        (tonic::Code::FailedPrecondition, true),
+        "{}",
+        status.message()
+    );
     // New sessions work on the new daemon.
     host.create_session(session_request(&workspace, &["sleep", "1000"]))
         .await;

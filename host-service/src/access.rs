@@ -24,9 +24,21 @@ use subtle::ConstantTimeEq;
 pub struct Token(Arc<[u8]>);
 
 impl Token {
-    /// A token from its text; `None` when empty (no token).
-    pub fn new(text: &str) -> Option<Self> {
-        (!text.is_empty()).then(|| Self(text.as_bytes().into()))
+    /// A token from its text; `None` when empty (no token). It travels in
+    /// an HTTP header, so it must be visible ASCII: a token no client can
+    /// send is refused at start, not at every request.
+    pub fn new(text: &str) -> Result<Option<Self>, BadToken> {
+        if text.is_empty() {
+            return Ok(None);
+        }
+        if !text.bytes().all(|byte| byte.is_ascii_graphic()) {
+            return Err(BadToken);
+        }
+        Ok(Some(Self(text.as_bytes().into())))
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
     }
 
     fn matches(&self, presented: &[u8]) -> bool {
@@ -36,19 +48,49 @@ impl Token {
     }
 }
 
+/// The credentials of an `authorization` header of the Bearer scheme,
+/// whose name is case-insensitive (RFC 9110, 11.1).
+fn bearer(value: &[u8]) -> Option<&[u8]> {
+    const SCHEME: &[u8] = b"bearer ";
+    let (scheme, credentials) = value.split_at_checked(SCHEME.len())?;
+    scheme.eq_ignore_ascii_case(SCHEME).then_some(credentials)
+}
+
 impl std::fmt::Debug for Token {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Token(<redacted>)")
     }
 }
 
+/// A token that no client could send.
+#[derive(Debug, thiserror::Error)]
+#[error("the auth token must be visible ASCII, without spaces: it travels in an HTTP header")]
+pub struct BadToken;
+
+/// Shortest token accepted where other machines may reach the service.
+pub const MIN_TOKEN_LEN: usize = 16;
+
 /// Why the host-service will not start with this access configuration.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "refusing to listen on {0} without a token: anyone who can reach it could run programs as you. \
-     Set HOLDFAST_AUTH_TOKEN (or --auth-token), or listen on 127.0.0.1"
-)]
-pub struct UnprotectedListen(pub SocketAddr);
+pub enum UnprotectedListen {
+    /// Reachable from elsewhere, without a token.
+    #[error(
+        "refusing to listen on {0} without a token: anyone who can reach it could run programs as you. \
+         Set HOLDFAST_AUTH_TOKEN (or --auth-token), or listen on 127.0.0.1"
+    )]
+    NoToken(SocketAddr),
+    /// Reachable from elsewhere, with a token short enough to guess.
+    #[error(
+        "refusing to listen on {listen} with a token of {len} characters: it could be guessed. \
+         Use at least {MIN_TOKEN_LEN} (e.g. `openssl rand -hex 16`), or listen on 127.0.0.1"
+    )]
+    WeakToken {
+        /// The address.
+        listen: SocketAddr,
+        /// The token's length.
+        len: usize,
+    },
+}
 
 /// The access rules for one listening address.
 #[derive(Debug, Clone)]
@@ -59,8 +101,17 @@ pub struct Policy {
 impl Policy {
     /// Loopback may go without a token; any other address needs one.
     pub fn new(listen: SocketAddr, token: Option<Token>) -> Result<Self, UnprotectedListen> {
-        if token.is_none() && !listen.ip().is_loopback() {
-            return Err(UnprotectedListen(listen));
+        if !listen.ip().is_loopback() {
+            match &token {
+                None => return Err(UnprotectedListen::NoToken(listen)),
+                Some(token) if token.len() < MIN_TOKEN_LEN => {
+                    return Err(UnprotectedListen::WeakToken {
+                        listen,
+                        len: token.len(),
+                    });
+                }
+                Some(_) => {}
+            }
         }
         Ok(Self { token })
     }
@@ -99,7 +150,7 @@ impl Policy {
                 let presented = request
                     .headers()
                     .get(http::header::AUTHORIZATION)
-                    .and_then(|value| value.as_bytes().strip_prefix(b"Bearer "));
+                    .and_then(|value| bearer(value.as_bytes()));
                 match presented {
                     Some(presented) if token.matches(presented) => Ok(()),
                     Some(_) => Err(tonic::Status::unauthenticated("the bearer token is wrong")),
@@ -200,7 +251,8 @@ mod tests {
                 .unwrap_err();
             assert_eq!(status.code(), tonic::Code::PermissionDenied, "{owner:?}");
         }
-        let with_token = Policy::new("127.0.0.1:7077".parse().unwrap(), Token::new("t")).unwrap();
+        let with_token =
+            Policy::new("127.0.0.1:7077".parse().unwrap(), Token::new("t").unwrap()).unwrap();
         assert!(!with_token.checks_owners());
         let from_anyone = request_from("127.0.0.1:7077", Some("Bearer t"), PeerOwner::NotChecked);
         assert!(with_token.check(&from_anyone).is_ok());
@@ -235,30 +287,42 @@ mod tests {
     fn other_addresses_need_a_token() {
         let error = Policy::new("0.0.0.0:7077".parse().unwrap(), None).unwrap_err();
         assert!(error.to_string().contains("HOLDFAST_AUTH_TOKEN"), "{error}");
-        assert!(Token::new("").is_none());
+        assert!(Token::new("").unwrap().is_none());
+        // Short enough to guess: only on loopback.
+        let short = || Token::new("s3cret").unwrap();
+        let error = Policy::new("0.0.0.0:7077".parse().unwrap(), short()).unwrap_err();
+        assert!(error.to_string().contains("at least 16"), "{error}");
+        assert!(Policy::new("127.0.0.1:7077".parse().unwrap(), short()).is_ok());
+        // No client could send these.
+        for unsendable in ["two words", "line\nbreak", "naïve"] {
+            assert!(Token::new(unsendable).is_err(), "{unsendable:?}");
+        }
     }
 
     #[test]
     fn a_token_is_required_and_compared_whole() {
-        let token = Token::new("s3cret").unwrap();
-        let policy = Policy::new("0.0.0.0:7077".parse().unwrap(), Some(token)).unwrap();
+        let token = Token::new("s3cret-0123456789").unwrap();
+        let policy = Policy::new("0.0.0.0:7077".parse().unwrap(), token).unwrap();
         let code = |auth| {
             policy
                 .check(&request("example.org:7077", auth))
                 .map_err(|s| s.code())
         };
-        assert_eq!(code(Some("Bearer s3cret")), Ok(()));
+        assert_eq!(code(Some("Bearer s3cret-0123456789")), Ok(()));
+        // The scheme's name is case-insensitive.
+        assert_eq!(code(Some("bearer s3cret-0123456789")), Ok(()));
         for bad in [
             None,
-            Some("Bearer s3cre"),
-            Some("Bearer s3cret2"),
-            Some("s3cret"),
+            Some("Bearer s3cret-012345678"),
+            Some("Bearer s3cret-01234567890"),
+            Some("s3cret-0123456789"),
             Some("Bearer "),
+            Some("Basic s3cret-0123456789"),
         ] {
             assert_eq!(code(bad), Err(tonic::Code::Unauthenticated), "{bad:?}");
         }
         assert_eq!(
-            format!("{:?}", Token::new("s3cret").unwrap()),
+            format!("{:?}", Token::new("s3cret").unwrap().unwrap()),
             "Token(<redacted>)"
         );
     }

@@ -17,6 +17,10 @@ pub enum Error {
     /// The session was disposed and is gone for good.
     #[error("session {0:?} was disposed")]
     SessionDisposed(String),
+    /// The session's program has exited (and the daemon has forgotten
+    /// it): it takes no input or resize.
+    #[error("session {0:?} has exited")]
+    SessionExited(String),
     /// The workspace is closed: nothing new may start in it.
     #[error("workspace {0:?} is closed")]
     WorkspaceClosed(String),
@@ -65,6 +69,7 @@ impl Error {
                 status.code(),
                 tonic::Code::InvalidArgument
                     | tonic::Code::NotFound
+                    | tonic::Code::PermissionDenied
                     | tonic::Code::AlreadyExists
                     | tonic::Code::FailedPrecondition
                     | tonic::Code::ResourceExhausted
@@ -83,7 +88,9 @@ impl From<Error> for tonic::Status {
             Error::WorkspaceNotFound(_) | Error::SessionNotFound(_) | Error::SessionDisposed(_) => {
                 Self::not_found(message)
             }
-            Error::WorkspaceClosed(_) => Self::failed_precondition(message),
+            Error::WorkspaceClosed(_) | Error::SessionExited(_) => {
+                Self::failed_precondition(message)
+            }
             Error::DaemonUnavailable(_) => Self::unavailable(message),
             Error::Daemon(status) => match status.code() {
                 tonic::Code::InvalidArgument
@@ -111,6 +118,14 @@ impl From<Error> for tonic::Status {
             }
         }
     }
+}
+
+/// Whether a call failed because a timeout on this side passed (its gRPC
+/// deadline, or connecting): tonic's client says so with `CANCELLED` and a
+/// fixed text.
+pub fn is_deadline(status: &tonic::Status) -> bool {
+    status.code() == tonic::Code::Cancelled
+        && status.message() == tonic::TimeoutExpired(()).to_string()
 }
 
 #[cfg(test)]

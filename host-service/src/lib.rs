@@ -141,6 +141,13 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         database: config.database.clone(),
         daemon_socket: config.daemon_socket.clone(),
         started_at: std::time::SystemTime::now(),
+        daemon: tonic_health::pb::health_client::HealthClient::new(
+            holdfast::daemon_client::connect_channel_lazy(
+                &config.daemon_socket,
+                config.daemon_deadline,
+            ),
+        ),
+        deadline: config.daemon_deadline,
     };
     reporter.set_serving::<WorkspaceServiceServer<Host>>().await;
     reporter.set_serving::<TerminalServiceServer<Host>>().await;

@@ -117,7 +117,9 @@ fn main() -> anyhow::Result<()> {
         auth_token: args
             .auth_token
             .as_deref()
-            .and_then(host_service::access::Token::new),
+            .map(host_service::access::Token::new)
+            .transpose()?
+            .flatten(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .thread_name("holdfast-host")

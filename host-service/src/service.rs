@@ -26,8 +26,9 @@ use crate::workspaces::KnownWorkspaces;
 
 /// A daemon session's events, as `Attach` streams them.
 /// How long a kill waits for a spawn that got no answer to show up in the
-/// daemon: far longer than a spawn takes, even on a loaded machine.
-const SPAWN_UNDER_WAY_PATIENCE: Duration = Duration::from_secs(10);
+/// daemon: far longer than a spawn takes, even on a loaded machine, and
+/// than a daemon stalls short of being found dead.
+const SPAWN_UNDER_WAY_PATIENCE: Duration = Duration::from_secs(30);
 
 type DaemonEvents = Pin<Box<dyn Stream<Item = Result<daemon::AttachResponse, Status>> + Send>>;
 
@@ -73,6 +74,11 @@ impl Host {
         self.daemon_up()?;
         match tokio::time::timeout(self.operation_timeout, call).await {
             Ok(Ok(response)) => Ok(response.into_inner()),
+            // The request's own deadline (see `request`), met first: the
+            // same lack of an answer, said the same way.
+            Ok(Err(status)) if crate::error::is_deadline(&status) => {
+                Err(Error::no_answer(what, self.operation_timeout))
+            }
             Ok(Err(status)) => Err(Error::from_daemon(status)),
             Err(_) => Err(Error::no_answer(what, self.operation_timeout)),
         }
@@ -183,30 +189,32 @@ impl Host {
         }
     }
 
-    /// Ends a session whose spawn got no answer. The daemon may still be
-    /// starting it (a spawn under way is in no list and cannot be killed
-    /// yet), so a kill that finds no such session is tried again for a
-    /// while, rather than leaving the program to the reaper's next pass.
+    /// Ends a session whose spawn got no answer. The daemon may still
+    /// start it: the spawn under way (in no list, so not to be killed
+    /// yet), or not even read (a daemon hung for a while). So a kill that
+    /// finds no such session, or gets no answer, is tried again for a
+    /// while rather than leaving the program to the reaper's next pass.
     async fn end_if_started(&self, session_id: &str) {
         let give_up = tokio::time::Instant::now() + SPAWN_UNDER_WAY_PATIENCE;
         let mut pause = Duration::from_millis(20);
         loop {
-            match self.kill(session_id).await {
+            let missed = match self.kill(session_id).await {
                 Ok(()) => return,
-                Err(Error::Daemon(status))
-                    if status.code() == tonic::Code::NotFound
-                        && tokio::time::Instant::now() + pause < give_up =>
-                {
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(1));
+                Err(Error::Daemon(status)) if status.code() == tonic::Code::NotFound => {
+                    "no such session yet".to_owned()
                 }
-                // It never started, or it exited already.
-                Err(Error::Daemon(status)) if status.code() == tonic::Code::NotFound => return,
+                Err(Error::DaemonUnavailable(reason)) => reason,
                 Err(error) => {
                     tracing::warn!(%session_id, %error, "killing a session whose spawn got no answer failed; the reaper will retry");
                     return;
                 }
+            };
+            if tokio::time::Instant::now() + pause >= give_up {
+                tracing::debug!(%session_id, %missed, "a session whose spawn got no answer was not found to kill");
+                return;
             }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
         }
     }
 
@@ -261,12 +269,12 @@ impl Host {
     }
 
     /// Whether a session may be looked at: in memory, or with a row that
-    /// is not disposed.
-    async fn lookable(&self, session_id: &str) -> Result<()> {
-        if !self.memory.contains(session_id) {
-            self.undisposed_row(session_id).await?;
+    /// is not disposed (then returned).
+    async fn lookable(&self, session_id: &str) -> Result<Option<SessionRow>> {
+        if self.memory.contains(session_id) {
+            return Ok(None);
         }
-        Ok(())
+        Ok(Some(self.undisposed_row(session_id).await?))
     }
 
     /// The session's row, unless it is missing or disposed.
@@ -478,7 +486,9 @@ impl Host {
             session_id: session_id.to_owned(),
             data,
         });
-        self.daemon_call("write", client.write(write)).await?;
+        self.daemon_call("write", client.write(write))
+            .await
+            .map_err(|error| ended_if_forgotten(error, restored.as_ref()))?;
         if let Some(restored) = restored {
             self.adopt(restored).await;
         }
@@ -513,13 +523,19 @@ impl Host {
         from_offset: Option<u64>,
         open: impl Future<Output = Result<tonic::Streaming<daemon::AttachResponse>>>,
     ) -> Result<DaemonEvents> {
-        let (known, listed, events) = tokio::join!(
+        let (row, listed, events) = tokio::join!(
             self.lookable(session_id),
             self.daemon_session(session_id),
             open
         );
-        known?;
-        let events = events?;
+        let row = row?;
+        let events = match (events, &row) {
+            (Ok(events), _) => events,
+            (Err(error), Some(row)) if is_forgotten_end(&error, row) => {
+                return Ok(only_the_exit(row).boxed());
+            }
+            (Err(error), _) => return Err(error),
+        };
         let listed = listed?.ok_or_else(|| Error::SessionNotFound(session_id.to_owned()))?;
         let end = listed.output_offset;
         Ok(if !listed.alive {
@@ -698,6 +714,10 @@ impl TerminalService for Host {
             ))
             .into());
         }
+        // A misspelt id would silently not be subtracted: a wrong count.
+        for (at, session_id) in request.attached_session_ids.iter().enumerate() {
+            validate::id(&format!("attached_session_ids[{at}]"), session_id)?;
+        }
         let live = self.live(&request.workspace_id).await?;
         let (source, degraded_reason) = source_to_proto(&live.source);
         Ok(Response::new(pb::CountBackgroundSessionsResponse {
@@ -728,7 +748,14 @@ impl TerminalService for Host {
         // changes nothing, so a refusal has nothing to undo but to drop it.
         let (restored, events) = tokio::join!(self.usable(&session_id), open);
         let restored = restored?;
-        let events = events?;
+        let events = match (events, &restored) {
+            (Ok(events), _) => events.boxed(),
+            // Exited and forgotten by the daemon: its row tells the end.
+            (Err(error), Some((row, _))) if is_forgotten_end(&error, row) => {
+                only_the_exit(row).boxed()
+            }
+            (Err(error), _) => return Err(error.into()),
+        };
         if let Some(restored) = restored {
             self.adopt(restored).await;
         }
@@ -801,7 +828,9 @@ impl TerminalService for Host {
             cols: request.cols,
             rows: request.rows,
         });
-        self.daemon_call("resize", client.resize(resize)).await?;
+        self.daemon_call("resize", client.resize(resize))
+            .await
+            .map_err(|error| ended_if_forgotten(error, restored.as_ref()))?;
         if let Some(restored) = restored {
             self.adopt(restored).await;
         }
@@ -818,6 +847,37 @@ impl TerminalService for Host {
         let disposed = to_completion(async move { host.dispose(session_id).await }).await?;
         Ok(Response::new(disposed))
     }
+}
+
+/// Whether `error` is the daemon not knowing a session whose row says it
+/// exited: forgotten past its retention, or its daemon died.
+fn is_forgotten_end(error: &Error, row: &SessionRow) -> bool {
+    matches!(error, Error::Daemon(status) if status.code() == tonic::Code::NotFound)
+        && row.status() == RowStatus::Exited
+}
+
+/// A write or resize refused by the daemon as `error`: for a session whose
+/// row says it exited, that is why (as the daemon says of an exited
+/// session it still holds), not that there is no such session.
+fn ended_if_forgotten(error: Error, restored: Option<&(SessionRow, Adoption)>) -> Error {
+    match restored {
+        Some((row, _)) if is_forgotten_end(&error, row) => Error::SessionExited(row.id.clone()),
+        _ => error,
+    }
+}
+
+/// An attach stream of a session whose output is gone: its exit, as its
+/// row recorded it.
+fn only_the_exit(
+    row: &SessionRow,
+) -> impl Stream<Item = Result<daemon::AttachResponse, Status>> + use<> {
+    let exited = daemon::AttachResponse {
+        event: Some(daemon::attach_response::Event::Exited(daemon::Exited {
+            exit_code: row.exit_code,
+            signal: row.exit_signal,
+        })),
+    };
+    futures_util::stream::once(std::future::ready(Ok(exited)))
 }
 
 /// `events` up to output offset `end` (of a session still running):

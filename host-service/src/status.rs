@@ -1,10 +1,13 @@
 //! `holdfast.host.v1.StatusService`: what `holdfast status` shows.
 
 use std::path::PathBuf;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use holdfast::proto::host::v1 as pb;
+use tonic::transport::Channel;
 use tonic::{Request, Response, Status};
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_client::HealthClient;
 
 use crate::api::status_service_server::StatusService;
 use crate::supervisor::{DaemonHealth, DaemonState};
@@ -19,6 +22,30 @@ pub struct HostStatus {
     pub daemon_socket: PathBuf,
     /// When this process started serving.
     pub started_at: SystemTime,
+    /// The daemon's health service, asked whether a daemon that is up
+    /// answers now.
+    pub daemon: HealthClient<Channel>,
+    /// How long it has to answer: the lists' deadline.
+    pub deadline: Duration,
+}
+
+impl HostStatus {
+    /// Why a daemon the supervisor knows as up is not to be called up:
+    /// it does not answer (stopped, hung) within the deadline.
+    async fn not_answering(&self) -> Option<String> {
+        let request = Request::new(HealthCheckRequest::default());
+        let checked = tokio::time::timeout(self.deadline, self.daemon.clone().check(request)).await;
+        match checked {
+            Ok(Ok(_)) => None,
+            Ok(Err(status)) if !crate::error::is_deadline(&status) => {
+                Some(format!("it fails health checks: {}", status.message()))
+            }
+            Ok(Err(_)) | Err(_) => Some(format!(
+                "it does not answer within {} ms",
+                self.deadline.as_millis()
+            )),
+        }
+    }
 }
 
 #[tonic::async_trait]
@@ -40,7 +67,13 @@ impl StatusService for HostStatus {
             DaemonState::Up { pid, version } => {
                 status.daemon_pid = pid;
                 status.daemon_version = version;
-                pb::DaemonState::Up
+                match self.not_answering().await {
+                    None => pb::DaemonState::Up,
+                    Some(reason) => {
+                        status.daemon_reason = reason;
+                        pb::DaemonState::Down
+                    }
+                }
             }
             DaemonState::Down(reason) => {
                 status.daemon_reason = reason;

@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 
 /// Longest workspace name or session title accepted, in bytes.
-pub const MAX_NAME_BYTES: usize = 200;
+pub const MAX_NAME_CHARS: usize = 200;
 /// Largest single input write, in bytes (the daemon's limit too).
 pub const MAX_WRITE_BYTES: usize = 1 << 20;
 /// Largest terminal dimension, in cells.
@@ -39,16 +39,18 @@ pub fn id<'a>(field: &str, value: &'a str) -> Result<&'a str> {
     Ok(value)
 }
 
-/// Names and titles: at most 200 bytes, no control characters. Names are
-/// also non-blank.
+/// Names and titles: at most 200 characters, none of them a control
+/// character or one that changes how the text around it shows (see
+/// [`is_hidden_or_reordering`]). Names are also non-blank.
 pub fn text(field: &str, value: &str, required: bool) -> Result<()> {
     if required && value.trim().is_empty() {
         return Err(Error::InvalidArgument(format!("{field} is required")));
     }
-    if value.len() > MAX_NAME_BYTES {
+    // Bytes first: a huge value is not walked.
+    if value.len() > MAX_NAME_CHARS * 4 || value.chars().count() > MAX_NAME_CHARS {
         return Err(Error::InvalidArgument(format!(
-            "{field} is {} bytes long; the limit is {MAX_NAME_BYTES}",
-            value.len()
+            "{field} is {} characters long; the limit is {MAX_NAME_CHARS}",
+            value.chars().take(MAX_NAME_CHARS * 4 + 1).count()
         )));
     }
     if value.chars().any(char::is_control) {
@@ -56,7 +58,31 @@ pub fn text(field: &str, value: &str, required: bool) -> Result<()> {
             "{field} may not contain control characters"
         )));
     }
+    if let Some(hidden) = value.chars().find(|c| is_hidden_or_reordering(*c)) {
+        return Err(Error::InvalidArgument(format!(
+            "{field} may not contain U+{:04X}, which shows nothing or reorders the text around it",
+            u32::from(hidden)
+        )));
+    }
     Ok(())
+}
+
+/// Characters that would let a name or title pass for another in a list:
+/// the bidirectional controls (the ones rustc warns of in source code),
+/// invisible ones (zero-width, joiners, the byte-order mark, soft hyphen)
+/// and the line and paragraph separators.
+fn is_hidden_or_reordering(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{061C}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+    )
 }
 
 /// Terminal sizes: 1 to 10,000 each way.
@@ -100,5 +126,18 @@ mod tests {
         assert!(text("title", "", false).is_ok());
         assert!(text("name", &"x".repeat(201), true).is_err());
         assert!(text("name", "a\nb", true).is_err());
+        // Characters, not bytes.
+        assert!(text("name", &"é".repeat(200), true).is_ok());
+        assert!(text("name", &"é".repeat(201), true).is_err());
+        for spoof in [
+            "evil\u{202E}txt.exe",
+            "a\u{200B}b",
+            "\u{FEFF}",
+            "a\u{2028}b",
+        ] {
+            let refused = text("name", spoof, true).expect_err(spoof).to_string();
+            assert!(refused.contains("U+"), "{refused}");
+        }
+        assert!(text("name", "Zürich 東京 🚀", true).is_ok());
     }
 }

@@ -55,6 +55,14 @@ pub enum Error {
         /// What went wrong, from the spawner.
         reason: String,
     },
+    /// The program to spawn is there but may not be run by this user.
+    #[error("cannot start {program:?}: {reason}")]
+    ProgramNotPermitted {
+        /// argv[0] as given.
+        program: String,
+        /// What went wrong, from the spawner.
+        reason: String,
+    },
     /// A system call failed while serving a request.
     #[error("{operation}: {source}")]
     Io {
@@ -93,6 +101,7 @@ impl From<Error> for tonic::Status {
             Error::SessionNotFound(_) | Error::CwdNotFound(_) | Error::ProgramNotFound { .. } => {
                 Self::not_found(message)
             }
+            Error::ProgramNotPermitted { .. } => Self::permission_denied(message),
             Error::SessionExists(_) => Self::already_exists(message),
             Error::SessionExited(_) | Error::TerminalClosed(_) => {
                 Self::failed_precondition(message)

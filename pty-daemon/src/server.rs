@@ -141,9 +141,7 @@ impl PtyDaemon for DaemonService {
         request: Request<pb::KillRequest>,
     ) -> Result<Response<pb::KillResponse>, Status> {
         let request = request.into_inner();
-        let session = self
-            .registry
-            .get(validate::session_id(&request.session_id)?)?;
+        let session_id = validate::session_id(&request.session_id)?;
         let signal = signal_from_proto(request.signal)?;
         let grace = match request.grace_ms {
             None => kill::DEFAULT_GRACE,
@@ -156,6 +154,9 @@ impl PtyDaemon for DaemonService {
                 .into());
             }
         };
+        // The request is checked whole first, as every call does: a bad
+        // signal is a bad signal, whichever session it names.
+        let session = self.registry.get(session_id)?;
         kill::kill(&session, signal, grace).await?;
         tracing::info!(session_id = %session.id(), signal = signal.as_raw(), ?grace, "kill requested");
         Ok(Response::new(pb::KillResponse {}))
@@ -278,12 +279,7 @@ fn spawn_spec(request: pb::SpawnRequest) -> Result<(Option<String>, SpawnSpec), 
     validate::spawn_strings(&request.argv, &request.env)?;
     let cwd = match request.cwd.as_str() {
         "" => None,
-        cwd if cwd.starts_with('/') && !cwd.contains('\0') => Some(PathBuf::from(cwd)),
-        cwd => {
-            return Err(
-                Error::InvalidArgument(format!("cwd {cwd:?} must be an absolute path")).into(),
-            );
-        }
+        cwd => Some(PathBuf::from(validate::cwd(cwd)?)),
     };
     let spec = SpawnSpec {
         argv: request.argv,

@@ -199,6 +199,11 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
             program: program.clone(),
             reason: error.to_string(),
         },
+        // Not executable, a directory, or on a noexec mount.
+        Some(libc::EACCES | libc::EPERM) => Error::ProgramNotPermitted {
+            program: program.clone(),
+            reason: error.to_string(),
+        },
         _ => not_found(match error.kind() {
             std::io::ErrorKind::NotFound => format!("no such program on disk ({error})"),
             _ => error.to_string(),

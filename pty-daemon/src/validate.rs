@@ -90,6 +90,34 @@ pub fn write_len(len: usize) -> Result<()> {
     Ok(())
 }
 
+/// Longest working directory accepted: the system's own limit on a path
+/// (PATH_MAX, with its terminating NUL).
+pub const MAX_CWD_BYTES: usize = 4095;
+
+/// A working directory asked for: absolute, without NUL, no longer than
+/// a path may be.
+pub fn cwd(cwd: &str) -> Result<&str> {
+    // Quoted at most in part: the whole may be long.
+    let shown: String = cwd.chars().take(64).collect();
+    if cwd.contains('\0') {
+        return Err(Error::InvalidArgument(format!(
+            "cwd {shown:?} contains a NUL byte"
+        )));
+    }
+    if cwd.len() > MAX_CWD_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "cwd is {} bytes long; a path may be at most {MAX_CWD_BYTES}",
+            cwd.len()
+        )));
+    }
+    if !cwd.starts_with('/') {
+        return Err(Error::InvalidArgument(format!(
+            "cwd {shown:?} must be an absolute path"
+        )));
+    }
+    Ok(cwd)
+}
+
 /// Strings passed to exec may not hold NUL; env names may not hold '='.
 pub fn spawn_strings<'a>(
     argv: &[String],
@@ -121,6 +149,20 @@ pub fn spawn_strings<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn working_directories() {
+        assert!(cwd("/tmp").is_ok());
+        assert!(cwd(&format!("/{}", "x".repeat(MAX_CWD_BYTES - 1))).is_ok());
+        for (bad, why) in [
+            ("tmp", "absolute"),
+            ("/tmp\0x", "NUL"),
+            (&format!("/{}", "x".repeat(MAX_CWD_BYTES)), "at most"),
+        ] {
+            let refused = cwd(bad).expect_err(bad).to_string();
+            assert!(refused.contains(why), "{refused}");
+        }
+    }
 
     #[test]
     fn session_ids() {

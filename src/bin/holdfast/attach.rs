@@ -206,6 +206,13 @@ async fn relay(
     mut window_changes: Signal,
     events: impl Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>> + Send + 'static,
 ) -> anyhow::Result<u8> {
+    // Input that is not a terminal is data, sent whole: a byte that
+    // happens to be the detach key is no key.
+    let detach_key = if raw.is_some() {
+        detach_key
+    } else {
+        DetachKey(None)
+    };
     let mut screen = Screen::new(raw);
     let mut stream: Events = Box::pin(events);
     let mut ends = Ends::watch()?;

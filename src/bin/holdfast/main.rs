@@ -137,6 +137,9 @@ enum WorkspaceCommand {
     },
 }
 
+/// The largest answer the CLI takes from the host-service.
+const MAX_ANSWER_BYTES: usize = 256 << 20;
+
 /// The workspace used when none is named.
 const DEFAULT_WORKSPACE: &str = "default";
 
@@ -228,10 +231,15 @@ async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<Clients> {
                  (or `cargo run --release -p host-service` in a checkout), or point --addr / HOLDFAST_ADDR at it"
             )
         })?;
+    // Answers grow with what the host holds (every workspace ever made, a
+    // list of thousands of sessions): well past tonic's default 4 MiB.
     Ok(Clients {
-        status: StatusServiceClient::with_interceptor(channel.clone(), bearer.clone()),
-        workspaces: WorkspaceServiceClient::with_interceptor(channel.clone(), bearer.clone()),
-        terminals: TerminalServiceClient::with_interceptor(channel, bearer),
+        status: StatusServiceClient::with_interceptor(channel.clone(), bearer.clone())
+            .max_decoding_message_size(MAX_ANSWER_BYTES),
+        workspaces: WorkspaceServiceClient::with_interceptor(channel.clone(), bearer.clone())
+            .max_decoding_message_size(MAX_ANSWER_BYTES),
+        terminals: TerminalServiceClient::with_interceptor(channel, bearer)
+            .max_decoding_message_size(MAX_ANSWER_BYTES),
     })
 }
 
