@@ -116,16 +116,18 @@ const STREAM_WINDOW: u32 = 1 << 20;
 const LARGEST_WINDOW: u32 = (1 << 31) - 1;
 
 fn lazy(endpoint: Endpoint, path: &Path, connect_timeout: Duration) -> DaemonClient {
-    let channel = endpoint
-        .connect_timeout(connect_timeout)
-        .connect_with_connector_lazy(connector(path));
-    PtyDaemonClient::new(channel).max_decoding_message_size(usize::MAX)
+    PtyDaemonClient::new(lazy_channel(endpoint, path, connect_timeout))
+        .max_decoding_message_size(usize::MAX)
 }
 
 /// A bare channel as [`connect_lazy`]'s, for the daemon's other services
 /// (its health).
 pub fn connect_channel_lazy(path: &Path, connect_timeout: Duration) -> Channel {
-    endpoint()
+    lazy_channel(endpoint(), path, connect_timeout)
+}
+
+fn lazy_channel(endpoint: Endpoint, path: &Path, connect_timeout: Duration) -> Channel {
+    endpoint
         .connect_timeout(connect_timeout)
         .connect_with_connector_lazy(connector(path))
 }

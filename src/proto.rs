@@ -13,6 +13,11 @@ pub mod daemon {
     }
 }
 
+/// Response metadata of an `AttachSession` that honours `until_now`: a
+/// host-service older than the field follows the session instead, and a
+/// client that asked for a look can tell.
+pub const LOOK_METADATA: &str = "holdfast-until-now";
+
 /// `holdfast.host.v1`: the host-service's API.
 pub mod host {
     /// Version 1 of the host API.

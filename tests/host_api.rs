@@ -174,7 +174,7 @@ async fn bad_input_gets_precise_statuses() {
         })
         .await,
         Code::InvalidArgument,
-        "limit is 200",
+        "more than 200 characters",
     );
     expect_status(
         w.close_workspace(pb::CloseWorkspaceRequest {
@@ -249,6 +249,13 @@ async fn bad_input_gets_precise_statuses() {
         t.create_session(session_request(&unknown, &["true"])).await,
         Code::NotFound,
         "no workspace",
+    );
+    // The daemon's refusal of a program this user may not run, passed on.
+    expect_status(
+        t.create_session(session_request(&workspace, &["/etc/passwd"]))
+            .await,
+        Code::PermissionDenied,
+        "/etc/passwd",
     );
     let mut huge = session_request(&workspace, &["true"]);
     huge.cols = 10_001;
@@ -558,12 +565,10 @@ async fn look(
         from_offset,
         until_now: true,
     };
-    let mut stream = host
-        .terminals
-        .clone()
-        .attach_session(request)
-        .await?
-        .into_inner();
+    let stream = host.terminals.clone().attach_session(request).await?;
+    let says_so = stream.metadata().get(holdfast::proto::LOOK_METADATA);
+    assert!(says_so.is_some(), "a look says it is one");
+    let mut stream = stream.into_inner();
     let read = async {
         let (mut text, mut exited) = (Vec::new(), None);
         let mut next_offset = from_offset;
@@ -609,9 +614,14 @@ async fn a_look_sends_the_output_so_far_and_ends_without_attaching() {
         .await;
     let written = 300_000 + "\r\ndone\r\n".len() as u64;
     host.list_until("all of its output written", &workspace, |list| {
-        list.sessions
-            .iter()
-            .any(|s| s.session_id == written_once.session_id && s.output_offset == written)
+        let offset = |id: &str| {
+            list.sessions
+                .iter()
+                .find(|s| s.session_id == id)
+                .map(|s| s.output_offset)
+        };
+        offset(&written_once.session_id) == Some(written)
+            && offset(&ticking.session_id) >= Some("tick\r\n".len() as u64)
     })
     .await;
 
@@ -905,7 +915,16 @@ async fn a_session_the_daemon_forgot_is_still_told_as_exited() {
         .create_session(session_request(&workspace, &["sh", "-c", "exit 4"]))
         .await;
     let id = session.session_id.as_str();
-    let refused = eventually("the exit recorded and the session forgotten", || {
+    // Forgotten by the daemon: what follows is the host-service's answer.
+    let daemon = holdfast::daemon_client::connect(&home.socket(), Duration::from_secs(5))
+        .await
+        .expect("daemon");
+    eventually("the daemon to forget the session", || {
+        let mut daemon = daemon.clone();
+        async move { find(&mut daemon, id).await.is_none().then_some(()) }
+    })
+    .await;
+    let refused = eventually("the exit recorded", || {
         let mut terminals = host.terminals.clone();
         async move {
             let write = pb::WriteInputRequest {

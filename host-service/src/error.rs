@@ -95,6 +95,7 @@ impl From<Error> for tonic::Status {
             Error::Daemon(status) => match status.code() {
                 tonic::Code::InvalidArgument
                 | tonic::Code::NotFound
+                | tonic::Code::PermissionDenied
                 | tonic::Code::FailedPrecondition
                 | tonic::Code::AlreadyExists => Self::new(status.code(), message),
                 // Process or memory limits, or input its program has not

@@ -76,6 +76,8 @@ impl Reaper {
         // after the daemon's answer below, so neither loop may judge them.
         let creating = self.memory.creating();
         let in_creation = |id: &str| creating.contains(id) || self.memory.is_creating(id);
+        // Whatever the daemon lists as running ran at least until now.
+        let listed_at = store::micros(SystemTime::now());
         let mut client = self.daemon.clone();
         let mut request = tonic::Request::new(daemon::ListRequest::default());
         request.set_timeout(DAEMON_PATIENCE);
@@ -106,7 +108,7 @@ impl Reaper {
                 // settled wrongly: by a pass that read the rows while its
                 // spawn (begun by a host-service that died) was still
                 // under way, which no list shows. It is listed again.
-                None => match self.store.revive(id).await? {
+                None => match self.store.revive(id, listed_at).await? {
                     Revival::Revived => {
                         tracing::warn!(
                             session_id = id,
@@ -115,7 +117,7 @@ impl Reaper {
                         report.revived += 1;
                         continue;
                     }
-                    Revival::Active => false,
+                    Revival::Active | Revival::EndedSince => false,
                     Revival::Condemned => true,
                     Revival::NoRow => {
                         tracing::info!(

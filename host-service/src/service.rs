@@ -24,12 +24,12 @@ use crate::store::{self, Insert, SessionRow, Status as RowStatus, Store, Workspa
 use crate::validate;
 use crate::workspaces::KnownWorkspaces;
 
-/// A daemon session's events, as `Attach` streams them.
 /// How long a kill waits for a spawn that got no answer to show up in the
 /// daemon: far longer than a spawn takes, even on a loaded machine, and
 /// than a daemon stalls short of being found dead.
 const SPAWN_UNDER_WAY_PATIENCE: Duration = Duration::from_secs(30);
 
+/// A daemon session's events, as `Attach` streams them.
 type DaemonEvents = Pin<Box<dyn Stream<Item = Result<daemon::AttachResponse, Status>> + Send>>;
 
 /// Most attached ids one count request may name.
@@ -536,7 +536,11 @@ impl Host {
             }
             (Err(error), _) => return Err(error),
         };
-        let listed = listed?.ok_or_else(|| Error::SessionNotFound(session_id.to_owned()))?;
+        // Not listed though its stream opened: forgotten in between, which
+        // only an exited session is; its stream ends with the exit.
+        let Some(listed) = listed? else {
+            return Ok(events.boxed());
+        };
         let end = listed.output_offset;
         Ok(if !listed.alive {
             // Its output is all there: the stream ends with the exit.
@@ -716,7 +720,10 @@ impl TerminalService for Host {
         }
         // A misspelt id would silently not be subtracted: a wrong count.
         for (at, session_id) in request.attached_session_ids.iter().enumerate() {
-            validate::id(&format!("attached_session_ids[{at}]"), session_id)?;
+            // Named only when refused: up to 10,000 of them.
+            if validate::id("", session_id).is_err() {
+                validate::id(&format!("attached_session_ids[{at}]"), session_id)?;
+            }
         }
         let live = self.live(&request.workspace_id).await?;
         let (source, degraded_reason) = source_to_proto(&live.source);
@@ -739,9 +746,13 @@ impl TerminalService for Host {
         let open = self.open_stream(&session_id, request.from_offset);
         if request.until_now {
             let events = self.look(&session_id, request.from_offset, open).await?;
-            return Ok(Response::new(Box::pin(
-                self.relay(session_id, events, None),
-            )));
+            let mut response: Response<AttachStream> =
+                Response::new(Box::pin(self.relay(session_id, events, None)));
+            response.metadata_mut().insert(
+                holdfast::proto::LOOK_METADATA,
+                tonic::metadata::MetadataValue::from_static("1"),
+            );
+            return Ok(response);
         }
         // A session that is not in memory (restored after a restart, or
         // exited) has its row read while the stream opens: opening one

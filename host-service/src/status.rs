@@ -7,6 +7,7 @@ use holdfast::proto::host::v1 as pb;
 use tonic::transport::Channel;
 use tonic::{Request, Response, Status};
 use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
 use crate::api::status_service_server::StatusService;
@@ -36,7 +37,8 @@ impl HostStatus {
         let request = Request::new(HealthCheckRequest::default());
         let checked = tokio::time::timeout(self.deadline, self.daemon.clone().check(request)).await;
         match checked {
-            Ok(Ok(_)) => None,
+            Ok(Ok(answer)) if answer.get_ref().status() == ServingStatus::Serving => None,
+            Ok(Ok(_)) => Some("it says it is not serving".to_owned()),
             Ok(Err(status)) if !crate::error::is_deadline(&status) => {
                 Some(format!("it fails health checks: {}", status.message()))
             }

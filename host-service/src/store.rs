@@ -505,29 +505,35 @@ impl Store {
         .await
     }
 
-    /// For a session the daemon runs whose row is not active: an ended row
-    /// (unstamped, in an open workspace) is made active again, its end
-    /// having been recorded wrongly; any other is condemned. See
-    /// [`Revival`].
-    pub async fn revive(&self, id: &str) -> Result<Revival> {
+    /// For a session the daemon ran at `seen_running` whose row is not
+    /// active: a row recorded as ended before then (unstamped, in an open
+    /// workspace) is made active again, its end having been recorded
+    /// wrongly; one that ended since really did; any other is condemned.
+    /// See [`Revival`].
+    pub async fn revive(&self, id: &str, seen_running: i64) -> Result<Revival> {
         let id = id.to_owned();
         self.run("reviving a session recorded as ended", move |conn| {
             conn.immediate_transaction(|conn| {
-                let found: Option<(String, Option<i64>, Option<i64>)> = terminal_sessions::table
+                type Found = (String, Option<i64>, Option<i64>, Option<i64>);
+                let found: Option<Found> = terminal_sessions::table
                     .inner_join(workspaces::table)
                     .filter(terminal_sessions::id.eq(&id))
                     .select((
                         terminal_sessions::status,
+                        terminal_sessions::ended_at,
                         terminal_sessions::dispose_requested_at,
                         workspaces::closed_at,
                     ))
                     .first(conn)
                     .optional()?;
-                let Some((status, stamp, closed)) = found else {
+                let Some((status, ended_at, stamp, closed)) = found else {
                     return Ok(Revival::NoRow);
                 };
+                let ended_before = ended_at.is_none_or(|at| at < seen_running);
                 Ok(match (Status::parse(&status), stamp, closed) {
                     (Status::Active, None, None) => Revival::Active,
+                    // Its exit came after the daemon was seen running it.
+                    (Status::Exited, None, None) if !ended_before => Revival::EndedSince,
                     (Status::Exited, None, None) => {
                         diesel::update(terminal_sessions::table.find(&id))
                             .set((
@@ -567,6 +573,9 @@ pub enum Revival {
     Revived,
     /// It is active already.
     Active,
+    /// Its program exited after the daemon was seen running it: the row
+    /// is right.
+    EndedSince,
     /// Disposed, stamped for it, or in a closed workspace: the program
     /// must end.
     Condemned,

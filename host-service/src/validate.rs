@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 
-/// Longest workspace name or session title accepted, in bytes.
+/// Longest workspace name or session title accepted, in characters.
 pub const MAX_NAME_CHARS: usize = 200;
 /// Largest single input write, in bytes (the daemon's limit too).
 pub const MAX_WRITE_BYTES: usize = 1 << 20;
@@ -49,8 +49,7 @@ pub fn text(field: &str, value: &str, required: bool) -> Result<()> {
     // Bytes first: a huge value is not walked.
     if value.len() > MAX_NAME_CHARS * 4 || value.chars().count() > MAX_NAME_CHARS {
         return Err(Error::InvalidArgument(format!(
-            "{field} is {} characters long; the limit is {MAX_NAME_CHARS}",
-            value.chars().take(MAX_NAME_CHARS * 4 + 1).count()
+            "{field} is more than {MAX_NAME_CHARS} characters long"
         )));
     }
     if value.chars().any(char::is_control) {
@@ -69,15 +68,17 @@ pub fn text(field: &str, value: &str, required: bool) -> Result<()> {
 
 /// Characters that would let a name or title pass for another in a list:
 /// the bidirectional controls (the ones rustc warns of in source code),
-/// invisible ones (zero-width, joiners, the byte-order mark, soft hyphen)
-/// and the line and paragraph separators.
+/// invisible ones (zero-width space, word joiner, the byte-order mark,
+/// soft hyphen) and the line and paragraph separators. The zero-width
+/// (non-)joiners stay: emoji sequences and Persian or Indic text use them.
 fn is_hidden_or_reordering(c: char) -> bool {
     matches!(
         c,
         '\u{00AD}'
             | '\u{061C}'
             | '\u{180E}'
-            | '\u{200B}'..='\u{200F}'
+            | '\u{200B}'
+            | '\u{200E}'..='\u{200F}'
             | '\u{2028}'..='\u{202E}'
             | '\u{2060}'..='\u{206F}'
             | '\u{FEFF}'
@@ -138,6 +139,6 @@ mod tests {
             let refused = text("name", spoof, true).expect_err(spoof).to_string();
             assert!(refused.contains("U+"), "{refused}");
         }
-        assert!(text("name", "Zürich 東京 🚀", true).is_ok());
+        assert!(text("name", "Zürich 東京 🚀 👩\u{200D}💻", true).is_ok());
     }
 }

@@ -32,11 +32,27 @@ pub async fn logs(clients: &mut Clients, session_id: String, follow: bool) -> an
         };
         let failure = match clients.terminals.attach_session(request).await {
             Ok(events) => {
-                missed_since = None;
-                pause = Duration::from_millis(50);
+                if !follow
+                    && events
+                        .metadata()
+                        .get(holdfast::proto::LOOK_METADATA)
+                        .is_none()
+                {
+                    anyhow::bail!(
+                        "this host-service is older than this holdfast and would follow the session \
+                         instead of printing what it wrote so far: restart it, or use `holdfast logs -f`"
+                    );
+                }
                 match out.events(events.into_inner(), follow).await? {
-                    Copied::Ended => return Ok(0),
-                    Copied::Failed(status) => status,
+                    (Copied::Ended, _) => return Ok(0),
+                    (Copied::Failed(status), received) => {
+                        // Back, as far as a first event tells.
+                        if received {
+                            missed_since = None;
+                            pause = Duration::from_millis(50);
+                        }
+                        status
+                    }
                 }
             }
             Err(status) => status,
@@ -77,15 +93,22 @@ enum Copied {
 }
 
 impl Copy {
+    /// Writes the output of `events` until they end; says how, and
+    /// whether any event came.
     async fn events(
         &mut self,
         events: impl Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>>,
         follow: bool,
-    ) -> anyhow::Result<Copied> {
+    ) -> anyhow::Result<(Copied, bool)> {
         tokio::pin!(events);
+        // Whether any event came.
+        let mut received = false;
         let copied = loop {
             let event = match events.next().await {
-                Some(Ok(message)) => message.event,
+                Some(Ok(message)) => {
+                    received = true;
+                    message.event
+                }
                 Some(Err(status)) => break Copied::Failed(status),
                 None if follow => {
                     break Copied::Failed(tonic::Status::unavailable(
@@ -112,7 +135,7 @@ impl Copy {
             }
         };
         self.flush()?;
-        Ok(copied)
+        Ok((copied, received))
     }
 
     fn write(&mut self, data: &[u8]) -> anyhow::Result<()> {
