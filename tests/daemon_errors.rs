@@ -145,6 +145,7 @@ async fn bad_input_gets_precise_statuses() {
             .attach(pb::AttachRequest {
                 session_id: unknown.clone(),
                 from_offset: None,
+                ..Default::default()
             })
             .await,
         Code::NotFound,
@@ -528,6 +529,7 @@ async fn every_session_rpc_refuses_every_kind_of_bad_id() {
                 c.attach(pb::AttachRequest {
                     session_id: session_id.clone(),
                     from_offset: None,
+                    ..Default::default()
                 })
                 .await
                 .map(drop),

@@ -374,6 +374,42 @@ async fn output_waits_for_an_attacher_that_has_not_read_it() {
     assert_whole_flood(&received);
 }
 
+/// An unpaced stream (a look) is never waited for: with nothing read from
+/// it, and a patience that would hold the program for ten minutes for an
+/// ordinary attacher, the program runs to its end; the stream is told what
+/// the ring lapped.
+#[tokio::test]
+async fn an_unpaced_stream_never_holds_the_program() {
+    let daemon = Daemon::start_with(&[
+        "--scrollback-bytes",
+        "65536",
+        "--attacher-patience-ms",
+        "600000",
+    ])
+    .await;
+    let mut client = daemon.client().await;
+    let script = format!("read go; seq 1 {LINES}");
+    let session = spawn(&mut client, &["sh", "-c", &script]).await;
+    let mut look = client
+        .attach(pb::AttachRequest {
+            session_id: session.session_id.clone(),
+            from_offset: Some(0),
+            unpaced: true,
+        })
+        .await
+        .expect("attach")
+        .into_inner();
+    write(&client, &session.session_id, "go\n").await;
+    let gone = exited(&client, &session.session_id).await;
+    assert_eq!(
+        gone.output_offset,
+        (GO_ECHO.len() + seq_output().len()) as u64
+    );
+    let received = receive_all(&mut look).await;
+    assert!(!received.truncated.is_empty(), "told of what it missed");
+    assert!(received.exited.is_some());
+}
+
 #[tokio::test]
 async fn an_attacher_slower_than_the_program_loses_nothing_while_it_reads() {
     // The default ring and patience; the reader takes ~3 s at 4 MB/s, far

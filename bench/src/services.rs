@@ -355,6 +355,7 @@ pub async fn attach_daemon(
     let request = daemon_pb::AttachRequest {
         session_id: session_id.into(),
         from_offset: Some(0),
+        ..Default::default()
     };
     Ok(client.attach(request).await?.into_inner())
 }

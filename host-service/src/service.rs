@@ -155,7 +155,7 @@ impl Host {
                     "the pty-daemon has no Start (an earlier version): spawning, then attaching"
                 );
                 let (session, ()) = self.spawn(spawn).await?;
-                match self.open_stream(&session.session_id, Some(0)).await {
+                match self.open_stream(&session.session_id, Some(0), false).await {
                     Ok(events) => Ok((session, events.boxed())),
                     Err(error) => {
                         // Nothing is acknowledged yet: `create` ends it, as
@@ -495,17 +495,22 @@ impl Host {
         Ok(())
     }
 
-    /// Opens the daemon's attach stream of a session. Only the opening is
-    /// bounded by the operation timeout; the stream itself is not.
+    /// Opens the daemon's attach stream of a session (for a `look`,
+    /// unpaced). Only the opening is bounded by the operation timeout; the
+    /// stream itself is not.
     async fn open_stream(
         &self,
         session_id: &str,
         from_offset: Option<u64>,
+        look: bool,
     ) -> Result<tonic::Streaming<daemon::AttachResponse>> {
         let mut client = self.streams.clone();
         let attach = daemon::AttachRequest {
             session_id: session_id.to_owned(),
             from_offset,
+            // A look must not hold the program up (a daemon older than
+            // the field paces it, within its patience).
+            unpaced: look,
         };
         self.daemon_call("attach", client.attach(Request::new(attach)))
             .await
@@ -743,7 +748,7 @@ impl TerminalService for Host {
     ) -> Result<Response<AttachStream>, Status> {
         let request = request.into_inner();
         let session_id = validate::id("session_id", &request.session_id)?.to_owned();
-        let open = self.open_stream(&session_id, request.from_offset);
+        let open = self.open_stream(&session_id, request.from_offset, request.until_now);
         if request.until_now {
             let events = self.look(&session_id, request.from_offset, open).await?;
             let mut response: Response<AttachStream> =

@@ -110,6 +110,7 @@ async fn input_a_program_has_not_read_is_answered_at_once_and_kept_in_order() {
         .attach(daemon::AttachRequest {
             session_id: "gated".into(),
             from_offset: Some(0),
+            ..Default::default()
         })
         .await
         .expect("attach")

@@ -180,7 +180,7 @@ impl Registry {
         // Made before the driver reads anything, and outside the registry's
         // lock (which is never held while taking a session's).
         let started = started.map(|(session, driver)| {
-            let cursor = session.cursor(Some(0));
+            let cursor = session.cursor(Some(0), true);
             (session, driver, cursor)
         });
         let mut sessions = self.sessions();

@@ -172,7 +172,7 @@ impl PtyDaemon for DaemonService {
         let session = self
             .registry
             .get(validate::session_id(&request.session_id)?)?;
-        let cursor = session.cursor(request.from_offset);
+        let cursor = session.cursor(request.from_offset, !request.unpaced);
         Ok(Response::new(Box::pin(attach_events(session, cursor))))
     }
 

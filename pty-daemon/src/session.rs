@@ -505,21 +505,25 @@ impl Session {
         Ok(())
     }
 
-    /// A cursor at `from_offset`, or at the oldest byte held; reading is
-    /// paced to it until it is dropped.
-    pub fn cursor(self: &Arc<Self>, from_offset: Option<u64>) -> Cursor {
+    /// A cursor at `from_offset`, or at the oldest byte held; if `paced`,
+    /// reading is paced to it until it is dropped, else it is never
+    /// waited for (the ring may lap it).
+    pub fn cursor(self: &Arc<Self>, from_offset: Option<u64>, paced: bool) -> Cursor {
         let mut state = self.state();
         let offset = from_offset.unwrap_or(state.scrollback.start_offset());
         let number = state.next_attacher;
         state.next_attacher += 1;
-        state.attachers.insert(
-            number,
-            Attacher {
-                offset,
-                waited_for: true,
-                paused: None,
-            },
-        );
+        // Reading looks only at the attachers registered here.
+        if paced {
+            state.attachers.insert(
+                number,
+                Attacher {
+                    offset,
+                    waited_for: true,
+                    paused: None,
+                },
+            );
+        }
         drop(state);
         Cursor {
             session: Arc::clone(self),

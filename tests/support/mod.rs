@@ -313,6 +313,7 @@ pub async fn attach(
         .attach(pb::AttachRequest {
             session_id: session_id.to_owned(),
             from_offset,
+            ..Default::default()
         })
         .await
         .expect("attach")
