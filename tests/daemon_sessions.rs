@@ -280,6 +280,15 @@ async fn flood_with_an_attacher(
     ring: &str,
     patience_ms: &str,
 ) -> (Daemon, DaemonClient, String, Streaming<pb::AttachResponse>) {
+    flood_with(ring, patience_ms, false).await
+}
+
+/// As [`flood_with_an_attacher`], the attach `unpaced` if asked.
+async fn flood_with(
+    ring: &str,
+    patience_ms: &str,
+    unpaced: bool,
+) -> (Daemon, DaemonClient, String, Streaming<pb::AttachResponse>) {
     let daemon = Daemon::start_with(&[
         "--scrollback-bytes",
         ring,
@@ -290,7 +299,15 @@ async fn flood_with_an_attacher(
     let mut client = daemon.client().await;
     let script = format!("read go; seq 1 {LINES}");
     let session = spawn(&mut client, &["sh", "-c", &script]).await;
-    let stream = attach(&mut client, &session.session_id, Some(0)).await;
+    let stream = client
+        .attach(pb::AttachRequest {
+            session_id: session.session_id.clone(),
+            from_offset: Some(0),
+            unpaced,
+        })
+        .await
+        .expect("attach")
+        .into_inner();
     write(&client, &session.session_id, "go\n").await;
     (daemon, client, session.session_id, stream)
 }
@@ -380,27 +397,8 @@ async fn output_waits_for_an_attacher_that_has_not_read_it() {
 /// the ring lapped.
 #[tokio::test]
 async fn an_unpaced_stream_never_holds_the_program() {
-    let daemon = Daemon::start_with(&[
-        "--scrollback-bytes",
-        "65536",
-        "--attacher-patience-ms",
-        "600000",
-    ])
-    .await;
-    let mut client = daemon.client().await;
-    let script = format!("read go; seq 1 {LINES}");
-    let session = spawn(&mut client, &["sh", "-c", &script]).await;
-    let mut look = client
-        .attach(pb::AttachRequest {
-            session_id: session.session_id.clone(),
-            from_offset: Some(0),
-            unpaced: true,
-        })
-        .await
-        .expect("attach")
-        .into_inner();
-    write(&client, &session.session_id, "go\n").await;
-    let gone = exited(&client, &session.session_id).await;
+    let (_daemon, client, id, mut look) = flood_with("65536", "600000", true).await;
+    let gone = exited(&client, &id).await;
     assert_eq!(
         gone.output_offset,
         (GO_ECHO.len() + seq_output().len()) as u64
