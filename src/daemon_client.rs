@@ -70,7 +70,7 @@ fn connector(
 /// Connects now, waiting at most `timeout` for the socket to accept.
 pub async fn connect(path: &Path, timeout: Duration) -> Result<DaemonClient, ConnectError> {
     let channel = connect_channel(path, timeout).await?;
-    Ok(PtyDaemonClient::new(channel).max_decoding_message_size(usize::MAX))
+    Ok(client(channel))
 }
 
 /// The bare channel [`connect`] makes, for callers that speak to the
@@ -86,14 +86,9 @@ pub async fn connect_channel(path: &Path, timeout: Duration) -> Result<Channel, 
         })
 }
 
-/// A client that connects on first use and reconnects after failures, so a
-/// long-lived caller survives daemon restarts.
-pub fn connect_lazy(path: &Path, connect_timeout: Duration) -> DaemonClient {
-    lazy(endpoint(), path, connect_timeout)
-}
-
-/// As [`connect_lazy`], for a connection that carries output streams
-/// relayed to other clients, some of which may stop reading.
+/// A client as [`client`] makes on [`connect_channel_lazy`]'s channel, for
+/// a connection that carries output streams relayed to other clients, some
+/// of which may stop reading.
 ///
 /// A stream whose reader stops keeps what the daemon sent it, unread, up
 /// to its own window. Under the usual connection window a few such
@@ -105,7 +100,7 @@ pub fn connect_streams_lazy(path: &Path, connect_timeout: Duration) -> DaemonCli
     let endpoint = endpoint()
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(LARGEST_WINDOW);
-    lazy(endpoint, path, connect_timeout)
+    client(lazy_channel(endpoint, path, connect_timeout))
 }
 
 /// Flow-control window of each output stream: enough that a unix socket
@@ -115,15 +110,18 @@ const STREAM_WINDOW: u32 = 1 << 20;
 /// HTTP/2's largest flow-control window (RFC 9113, 6.9.1).
 const LARGEST_WINDOW: u32 = (1 << 31) - 1;
 
-fn lazy(endpoint: Endpoint, path: &Path, connect_timeout: Duration) -> DaemonClient {
-    PtyDaemonClient::new(lazy_channel(endpoint, path, connect_timeout))
-        .max_decoding_message_size(usize::MAX)
-}
-
-/// A bare channel as [`connect_lazy`]'s, for the daemon's other services
-/// (its health).
+/// A channel that connects on first use and reconnects after failures, so
+/// a long-lived caller survives daemon restarts. [`client`] makes the
+/// daemon's client of it; the daemon's other services (its health) share
+/// it.
 pub fn connect_channel_lazy(path: &Path, connect_timeout: Duration) -> Channel {
     lazy_channel(endpoint(), path, connect_timeout)
+}
+
+/// The daemon's client on `channel`, taking answers of any size (a list of
+/// thousands of sessions).
+pub fn client(channel: Channel) -> DaemonClient {
+    PtyDaemonClient::new(channel).max_decoding_message_size(usize::MAX)
 }
 
 fn lazy_channel(endpoint: Endpoint, path: &Path, connect_timeout: Duration) -> Channel {

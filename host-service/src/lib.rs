@@ -96,8 +96,11 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     tracing::info!(database = %config.database.display(), "database ready");
     let (reporter, health_service) = tonic_health::server::health_reporter();
     let memory = Arc::new(Memory::default());
-    let daemon =
-        holdfast::daemon_client::connect_lazy(&config.daemon_socket, config.daemon_deadline);
+    let daemon_channel = holdfast::daemon_client::connect_channel_lazy(
+        &config.daemon_socket,
+        config.daemon_deadline,
+    );
+    let daemon = holdfast::daemon_client::client(daemon_channel.clone());
     let reaper = Arc::new(Reaper::new(
         store.clone(),
         Arc::clone(&memory),
@@ -141,12 +144,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         database: config.database.clone(),
         daemon_socket: config.daemon_socket.clone(),
         started_at: std::time::SystemTime::now(),
-        daemon: tonic_health::pb::health_client::HealthClient::new(
-            holdfast::daemon_client::connect_channel_lazy(
-                &config.daemon_socket,
-                config.daemon_deadline,
-            ),
-        ),
+        daemon: tonic_health::pb::health_client::HealthClient::new(daemon_channel),
         deadline: config.daemon_deadline,
     };
     reporter.set_serving::<WorkspaceServiceServer<Host>>().await;

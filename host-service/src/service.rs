@@ -534,12 +534,9 @@ impl Host {
             open
         );
         let row = row?;
-        let events = match (events, &row) {
-            (Ok(events), _) => events,
-            (Err(error), Some(row)) if is_forgotten_end(&error, row) => {
-                return Ok(only_the_exit(row).boxed());
-            }
-            (Err(error), _) => return Err(error),
+        let events = match events {
+            Ok(events) => events,
+            Err(error) => return or_the_recorded_exit(error, row.as_ref()),
         };
         // Not listed though its stream opened: forgotten in between, which
         // only an exited session is; its stream ends with the exit.
@@ -764,13 +761,9 @@ impl TerminalService for Host {
         // changes nothing, so a refusal has nothing to undo but to drop it.
         let (restored, events) = tokio::join!(self.usable(&session_id), open);
         let restored = restored?;
-        let events = match (events, &restored) {
-            (Ok(events), _) => events.boxed(),
-            // Exited and forgotten by the daemon: its row tells the end.
-            (Err(error), Some((row, _))) if is_forgotten_end(&error, row) => {
-                only_the_exit(row).boxed()
-            }
-            (Err(error), _) => return Err(error.into()),
+        let events = match events {
+            Ok(events) => events.boxed(),
+            Err(error) => or_the_recorded_exit(error, restored.as_ref().map(|(row, _)| row))?,
         };
         if let Some(restored) = restored {
             self.adopt(restored).await;
@@ -882,18 +875,20 @@ fn ended_if_forgotten(error: Error, restored: Option<&(SessionRow, Adoption)>) -
     }
 }
 
-/// An attach stream of a session whose output is gone: its exit, as its
-/// row recorded it.
-fn only_the_exit(
-    row: &SessionRow,
-) -> impl Stream<Item = Result<daemon::AttachResponse, Status>> + use<> {
+/// An attach stream that failed to open as `error`: for a session whose
+/// row says it exited and that the daemon forgot, its output is gone, and
+/// the stream is its exit, as its row recorded it.
+fn or_the_recorded_exit(error: Error, row: Option<&SessionRow>) -> Result<DaemonEvents> {
+    let Some(row) = row.filter(|row| is_forgotten_end(&error, row)) else {
+        return Err(error);
+    };
     let exited = daemon::AttachResponse {
         event: Some(daemon::attach_response::Event::Exited(daemon::Exited {
             exit_code: row.exit_code,
             signal: row.exit_signal,
         })),
     };
-    futures_util::stream::once(std::future::ready(Ok(exited)))
+    Ok(futures_util::stream::once(std::future::ready(Ok(exited))).boxed())
 }
 
 /// `events` up to output offset `end` (of a session still running):
