@@ -14,6 +14,17 @@ use support::host::*;
 use support::*;
 use tonic::transport::Channel;
 
+/// SIGSTOPs the daemon serving `home` and waits until it has stopped
+/// (kill() returns before it has, and a request sent at once could still
+/// be answered); returns its pid.
+async fn hang_the_daemon(home: &HostHome) -> Pid {
+    let daemon = home.serving_daemon_pid().await.expect("a daemon serves");
+    let daemon = Pid::from_raw(daemon).expect("pid");
+    rustix::process::kill_process(daemon, Signal::STOP).expect("SIGSTOP the daemon");
+    stopped(daemon.as_raw_nonzero().get()).await;
+    daemon
+}
+
 #[tokio::test]
 async fn background_sessions_survive_host_restarts_in_every_list() {
     let home = HostHome::new();
@@ -147,10 +158,7 @@ async fn a_create_whose_client_gave_up_still_finishes() {
     let home = HostHome::new();
     let mut host = home.start(&["--reap-interval-secs", "1"]).await;
     let workspace = host.create_workspace("impatient").await.workspace_id;
-    let daemon = home.serving_daemon_pid().await.expect("a daemon serves");
-    let daemon = Pid::from_raw(daemon).expect("pid");
-    rustix::process::kill_process(daemon, Signal::STOP).expect("SIGSTOP the daemon");
-    stopped(daemon.as_raw_nonzero().get()).await;
+    let daemon = hang_the_daemon(&home).await;
     let mut request = tonic::Request::new(session_request(&workspace, &["sleep", "1000"]));
     request.set_timeout(Duration::from_millis(300));
     let gave_up = host
@@ -259,9 +267,7 @@ async fn a_session_disposed_while_being_adopted_is_never_listed_again() {
     host.stop(Signal::KILL);
     // Restored: not in the new host-service's memory until first used.
     let mut host = home.start(&["--operation-timeout-ms", "30000"]).await;
-    let daemon = Pid::from_raw(home.serving_daemon_pid().await.expect("a daemon")).expect("pid");
-    rustix::process::kill_process(daemon, Signal::STOP).expect("SIGSTOP the daemon");
-    stopped(daemon.as_raw_nonzero().get()).await;
+    let daemon = hang_the_daemon(&home).await;
 
     // An attach reads the row (active), then waits on the stopped daemon.
     let attach = tokio::spawn({
@@ -495,10 +501,7 @@ async fn a_create_that_got_no_answer_leaves_nothing_running() {
         ])
         .await;
     let workspace = host.create_workspace("hung").await.workspace_id;
-    let daemon = home.serving_daemon_pid().await.expect("a daemon serves");
-    let daemon = Pid::from_raw(daemon).expect("pid");
-    rustix::process::kill_process(daemon, Signal::STOP).expect("SIGSTOP the daemon");
-    stopped(daemon.as_raw_nonzero().get()).await;
+    let daemon = hang_the_daemon(&home).await;
     let failed = host
         .terminals
         .create_session(session_request(&workspace, &["sleep", "1000"]))
@@ -525,12 +528,7 @@ async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
     let session = host
         .create_session(session_request(&workspace, &["sleep", "1000"]))
         .await;
-    let daemon = home.serving_daemon_pid().await.expect("a daemon serves");
-    let daemon = Pid::from_raw(daemon).expect("pid");
-    rustix::process::kill_process(daemon, Signal::STOP).expect("SIGSTOP the daemon");
-    // kill() returns before the daemon has stopped; a request sent at once
-    // could still be answered.
-    stopped(daemon.as_raw_nonzero().get()).await;
+    let daemon = hang_the_daemon(&home).await;
 
     for _ in 0..3 {
         let started = Instant::now();
