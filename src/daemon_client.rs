@@ -88,7 +88,8 @@ pub async fn connect_channel(path: &Path, timeout: Duration) -> Result<Channel, 
 
 /// A client as [`client`] makes on [`connect_channel_lazy`]'s channel, for
 /// a connection that carries output streams relayed to other clients, some
-/// of which may stop reading.
+/// of which may stop reading: at most [`OUTPUT_STREAMS_PER_CONNECTION`] of
+/// them.
 ///
 /// A stream whose reader stops keeps what the daemon sent it, unread, up
 /// to its own window. Under the usual connection window a few such
@@ -109,6 +110,19 @@ const STREAM_WINDOW: u32 = 1 << 20;
 
 /// HTTP/2's largest flow-control window (RFC 9113, 6.9.1).
 const LARGEST_WINDOW: u32 = (1 << 31) - 1;
+
+/// How many output streams one of [`connect_streams_lazy`]'s connections
+/// may carry. Each whose reader stopped holds its window of frames unread,
+/// and h2 drops the connection, every stream on it, once such frames cost
+/// more than its budget (see [`crate::small_frames`]): with 1 MiB windows,
+/// about 40 streams of small frames, stopped, would. A busier host opens
+/// more connections.
+pub const OUTPUT_STREAMS_PER_CONNECTION: usize = 32;
+const _: () = assert!(crate::small_frames::stalled_streams_fit(
+    OUTPUT_STREAMS_PER_CONNECTION as u64,
+    STREAM_WINDOW,
+    LARGEST_WINDOW
+));
 
 /// A channel that connects on first use and reconnects after failures, so
 /// a long-lived caller survives daemon restarts. [`client`] makes the

@@ -15,6 +15,7 @@ pub mod proc_stat;
 pub mod proc_usage;
 pub mod proto;
 pub mod reflection;
+pub mod small_frames;
 pub mod status_text;
 
 /// The version every holdfast binary reports; daemon and host compare it.

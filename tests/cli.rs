@@ -208,6 +208,73 @@ async fn logs_prints_the_output_so_far_or_follows_it_to_the_exit() {
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no session with id"));
 }
 
+/// `holdfast logs -f ID | less`: a reader that stops reading holds the
+/// output back, however much the program writes meanwhile, and gets all of
+/// it once it reads again. A program writing a byte at a time sends a
+/// frame a byte; with hyper's default windows the command's connection was
+/// dropped ("h2 protocol error") once about 10,000 of them waited unread.
+#[tokio::test]
+async fn a_follower_that_stops_reading_is_held_back_not_cut_off() {
+    use std::io::{Read, Write};
+    const DOTS: usize = 40_000;
+    let script = format!(
+        "read go; perl -e '$|=1; for (1..{DOTS}) {{ print \".\"; select(undef, undef, undef, 0.0001) }}'; echo done; read end"
+    );
+    let (_home, host, workspace, target) = host_running("stalled", &script).await;
+    let id = target.session_id.as_str();
+    let (mut reader, mut writer) = std::io::pipe().expect("pipe");
+    // The pipe is full before the command writes a byte: its reader has
+    // stopped from the start.
+    const FILLER: usize = 64 << 10;
+    writer.write_all(&[b'F'; FILLER]).expect("fill the pipe");
+    let mut follower = Command::new(binary("holdfast"))
+        .args(["--addr", &host.address, "logs", "--follow", id])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run holdfast logs --follow");
+    host.list_until("the follower attached", &workspace, |list| {
+        list.sessions
+            .iter()
+            .any(|s| s.session_id == id && s.attached)
+    })
+    .await;
+    host.write_input(id, "\n").await;
+    let written = ("\r\n".len() + DOTS + "done\r\n".len()) as u64;
+    host.list_until("every dot written", &workspace, |list| {
+        list.sessions
+            .iter()
+            .any(|s| s.session_id == id && s.output_offset >= written)
+    })
+    .await;
+    let drained = std::thread::spawn(move || {
+        let mut read = Vec::new();
+        reader.read_to_end(&mut read).expect("read");
+        read
+    });
+    host.write_input(id, "\n").await;
+    let status = wait_with_deadline(&mut follower);
+    let mut stderr = String::new();
+    follower
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read stderr");
+    assert!(status.success(), "{status}: {stderr}");
+    let read = drained.join().expect("reader");
+    let followed = String::from_utf8_lossy(&read[FILLER..]);
+    assert_eq!(
+        followed.matches('.').count(),
+        DOTS,
+        "every dot: {followed:?}"
+    );
+    assert!(
+        followed.ends_with("done\r\n\r\n"),
+        "to the exit: {followed:?}"
+    );
+}
+
 /// `holdfast status | head -1`: output to a reader that has gone away ends
 /// the command quietly and successfully, as it would `ls`, not in a panic.
 #[tokio::test]

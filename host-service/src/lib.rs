@@ -18,6 +18,7 @@ pub mod server;
 pub mod service;
 pub mod status;
 pub mod store;
+pub mod stream_connections;
 pub mod supervisor;
 pub mod validate;
 pub mod workspaces;
@@ -35,6 +36,7 @@ use crate::reaper::Reaper;
 use crate::service::Host;
 use crate::status::HostStatus;
 use crate::store::Store;
+use crate::stream_connections::StreamConnections;
 use crate::supervisor::{Launcher, Supervisor};
 
 /// How the service runs.
@@ -134,10 +136,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         last_list: Default::default(),
         renders: Default::default(),
     };
-    let streams = holdfast::daemon_client::connect_streams_lazy(
-        &config.daemon_socket,
-        config.operation_timeout,
-    );
+    let streams = StreamConnections::new(config.daemon_socket.clone(), config.operation_timeout);
     let host = Host::new(live, streams, config.operation_timeout);
     let status = HostStatus {
         health: supervisor.health(),

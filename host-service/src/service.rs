@@ -21,6 +21,7 @@ use crate::live_sessions::{LiveSessionView, LiveSessions, Rows};
 use crate::memory::{Adoption, AttachGuard, Memory, MemorySession};
 use crate::new_session::NewSession;
 use crate::store::{self, Insert, SessionRow, Status as RowStatus, Store, WorkspaceRow};
+use crate::stream_connections::StreamConnections;
 use crate::validate;
 use crate::workspaces::KnownWorkspaces;
 
@@ -41,10 +42,10 @@ pub struct Host {
     store: Store,
     memory: Arc<Memory>,
     daemon: DaemonClient,
-    /// A separate connection for attach streams, so clients that stop
+    /// Separate connections for attach streams, so clients that stop
     /// reading cannot exhaust the flow-control window that lists, writes
     /// and kills share.
-    streams: DaemonClient,
+    streams: Arc<StreamConnections>,
     live: LiveSessionView,
     /// Bound on daemon calls other than listing (spawn, write, kill...).
     operation_timeout: Duration,
@@ -54,9 +55,13 @@ pub struct Host {
 
 impl Host {
     /// The services over these parts.
-    pub fn new(live: LiveSessionView, streams: DaemonClient, operation_timeout: Duration) -> Self {
+    pub fn new(
+        live: LiveSessionView,
+        streams: StreamConnections,
+        operation_timeout: Duration,
+    ) -> Self {
         Self {
-            streams,
+            streams: Arc::new(streams),
             store: live.store.clone(),
             memory: Arc::clone(&live.memory),
             daemon: live.daemon.clone(),
@@ -129,7 +134,7 @@ impl Host {
     /// the host-service, has no `Start`: then it is `Spawn` and `Attach`.
     async fn start(&self, spawn: daemon::SpawnRequest) -> Result<(daemon::Session, DaemonEvents)> {
         use daemon::start_response::Event;
-        let mut client = self.streams.clone();
+        let (mut client, slot) = self.streams.client();
         let start = daemon::StartRequest {
             spawn: Some(spawn.clone()),
         };
@@ -141,11 +146,14 @@ impl Host {
                     "the daemon's Start stream did not begin with the session",
                 ));
             };
-            let events = events.map(|message| match message?.event {
-                Some(Event::Attach(event)) => Ok(event),
-                _ => Err(Status::internal(
-                    "the daemon's Start stream sent something other than an attach event",
-                )),
+            let events = events.map(move |message| {
+                let _carried = &slot;
+                match message?.event {
+                    Some(Event::Attach(event)) => Ok(event),
+                    _ => Err(Status::internal(
+                        "the daemon's Start stream sent something other than an attach event",
+                    )),
+                }
             });
             Ok(Response::new((session, Box::pin(events) as DaemonEvents)))
         };
@@ -156,7 +164,7 @@ impl Host {
                 );
                 let (session, ()) = self.spawn(spawn).await?;
                 match self.open_stream(&session.session_id, Some(0), false).await {
-                    Ok(events) => Ok((session, events.boxed())),
+                    Ok(events) => Ok((session, events)),
                     Err(error) => {
                         // Nothing is acknowledged yet: `create` ends it, as
                         // any launch that failed after the program started.
@@ -503,8 +511,8 @@ impl Host {
         session_id: &str,
         from_offset: Option<u64>,
         look: bool,
-    ) -> Result<tonic::Streaming<daemon::AttachResponse>> {
-        let mut client = self.streams.clone();
+    ) -> Result<DaemonEvents> {
+        let (mut client, slot) = self.streams.client();
         let attach = daemon::AttachRequest {
             session_id: session_id.to_owned(),
             from_offset,
@@ -512,8 +520,15 @@ impl Host {
             // the field paces it, within its patience).
             unpaced: look,
         };
-        self.daemon_call("attach", client.attach(Request::new(attach)))
-            .await
+        let events = self
+            .daemon_call("attach", client.attach(Request::new(attach)))
+            .await?;
+        Ok(events
+            .map(move |event| {
+                let _carried = &slot;
+                event
+            })
+            .boxed())
     }
 
     /// A look at a session: the events of `open` (its attach stream from
@@ -526,7 +541,7 @@ impl Host {
         &self,
         session_id: &str,
         from_offset: Option<u64>,
-        open: impl Future<Output = Result<tonic::Streaming<daemon::AttachResponse>>>,
+        open: impl Future<Output = Result<DaemonEvents>>,
     ) -> Result<DaemonEvents> {
         let (row, listed, events) = tokio::join!(
             self.lookable(session_id),
@@ -541,12 +556,12 @@ impl Host {
         // Not listed though its stream opened: forgotten in between, which
         // only an exited session is; its stream ends with the exit.
         let Some(listed) = listed? else {
-            return Ok(events.boxed());
+            return Ok(events);
         };
         let end = listed.output_offset;
         Ok(if !listed.alive {
             // Its output is all there: the stream ends with the exit.
-            events.boxed()
+            events
         } else if from_offset.map_or(end == 0, |from| from >= end) {
             futures_util::stream::empty().boxed()
         } else {
@@ -762,7 +777,7 @@ impl TerminalService for Host {
         let (restored, events) = tokio::join!(self.usable(&session_id), open);
         let restored = restored?;
         let events = match events {
-            Ok(events) => events.boxed(),
+            Ok(events) => events,
             Err(error) => or_the_recorded_exit(error, restored.as_ref().map(|(row, _)| row))?,
         };
         if let Some(restored) = restored {

@@ -190,6 +190,23 @@ async fn main() {
     std::process::exit(code.into());
 }
 
+/// Flow-control windows of the connection to the host-service. An output
+/// stream whose reader stops (`holdfast logs -f ID | less`, a paused
+/// terminal) must be held back by flow control before h2 drops the whole
+/// connection for the small frames it holds unread (see
+/// `holdfast::small_frames`): with hyper's defaults (2 MiB a stream, 5 MiB
+/// the connection) `logs -f` of a program writing a byte at a time ended
+/// with "h2 protocol error" once about 10,000 frames were waiting. 128 KiB
+/// in flight is still far more than a terminal shows.
+const STREAM_WINDOW: u32 = 128 << 10;
+const CONNECTION_WINDOW: u32 = 16 << 20;
+// An output stream and a look, both stopped.
+const _: () = assert!(holdfast::small_frames::stalled_streams_fit(
+    2,
+    STREAM_WINDOW,
+    CONNECTION_WINDOW
+));
+
 async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<Clients> {
     let bearer = Bearer(
         token
@@ -203,6 +220,8 @@ async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<Clients> {
     let endpoint = Channel::from_shared(addr.to_owned())
         .with_context(|| format!("{addr:?} is not a valid address (try http://127.0.0.1:7077)"))?
         .connect_timeout(Duration::from_secs(3))
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
         // Each call's answer (a stream's first), so a host-service that
         // hangs (stopped, or not a host-service at all) cannot hold the
         // command for ever; creates and disposals take well under this.

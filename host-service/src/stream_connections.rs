@@ -1,0 +1,118 @@
+//! The connections to the daemon that carry output streams relayed to
+//! clients: as many as it takes for none to carry more than
+//! [`OUTPUT_STREAMS_PER_CONNECTION`], so that no number of clients that stop
+//! reading can have h2 drop a connection, and every stream on it.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use holdfast::daemon_client::{self, DaemonClient, OUTPUT_STREAMS_PER_CONNECTION};
+
+pub struct StreamConnections {
+    socket: PathBuf,
+    connect_timeout: Duration,
+    connections: Mutex<Vec<Connection>>,
+}
+
+struct Connection {
+    client: DaemonClient,
+    /// One count for the connection, one for each stream it carries.
+    streams: Arc<()>,
+}
+
+/// Keeps its connection counted as carrying one more stream while held:
+/// it goes with the stream.
+pub struct StreamSlot(#[expect(dead_code, reason = "held for its count")] Arc<()>);
+
+impl StreamConnections {
+    /// No connection is made until a stream needs one.
+    pub fn new(socket: PathBuf, connect_timeout: Duration) -> Self {
+        Self {
+            socket,
+            connect_timeout,
+            connections: Mutex::default(),
+        }
+    }
+
+    /// A client on a connection with room for one more output stream, and
+    /// the slot to keep with that stream. Connections no stream uses any
+    /// more are closed, but the first.
+    pub fn client(&self) -> (DaemonClient, StreamSlot) {
+        let mut connections = self
+            .connections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut index = 0;
+        connections.retain(|connection| {
+            index += 1;
+            index == 1 || connection.carried() > 0
+        });
+        let room = connections
+            .iter()
+            .position(|connection| connection.carried() < OUTPUT_STREAMS_PER_CONNECTION);
+        let connection = match room {
+            Some(index) => &connections[index],
+            None => {
+                connections.push(Connection {
+                    client: daemon_client::connect_streams_lazy(&self.socket, self.connect_timeout),
+                    streams: Arc::default(),
+                });
+                &connections[connections.len() - 1]
+            }
+        };
+        (
+            connection.client.clone(),
+            StreamSlot(Arc::clone(&connection.streams)),
+        )
+    }
+
+    #[cfg(test)]
+    fn open(&self) -> usize {
+        self.connections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}
+
+impl Connection {
+    fn carried(&self) -> usize {
+        Arc::strong_count(&self.streams) - 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connections() -> StreamConnections {
+        // Lazy: nothing is connected to, so no daemon is needed.
+        StreamConnections::new("/nonexistent/ptyd.sock".into(), Duration::from_secs(1))
+    }
+
+    #[tokio::test]
+    async fn a_connection_carries_its_share_of_streams_and_no_more() {
+        let connections = connections();
+        let mut slots: Vec<StreamSlot> = (0..OUTPUT_STREAMS_PER_CONNECTION)
+            .map(|_| connections.client().1)
+            .collect();
+        assert_eq!(connections.open(), 1);
+        slots.push(connections.client().1);
+        assert_eq!(connections.open(), 2, "one stream past the share");
+        // A stream that ends makes room on the first connection again,
+        // and the second, unused, is closed.
+        slots.remove(0);
+        slots.pop();
+        let _slot = connections.client().1;
+        assert_eq!(connections.open(), 1);
+    }
+
+    #[tokio::test]
+    async fn the_first_connection_stays_open_when_unused() {
+        let connections = connections();
+        drop(connections.client());
+        drop(connections.client());
+        assert_eq!(connections.open(), 1);
+    }
+}
