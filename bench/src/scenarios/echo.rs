@@ -20,6 +20,8 @@ use crate::streams::{AttachEvent, until_contains};
 use crate::tmux::Tmux;
 
 const NAME: &str = "5. keystroke echo";
+/// The paths timed: the daemon's two, the host-service's two, the floor, the peer.
+const PATHS: usize = 6;
 const ARGV: [&str; 3] = ["sh", "-c", "stty raw -echo; echo ready; exec cat"];
 
 pub async fn run(ctx: &mut Ctx) -> Result<()> {
@@ -71,49 +73,70 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         mut floor,
         mut peer,
     ] = std::array::from_fn(|_| Samples::default());
+    // Each round times every path once, in an order shuffled afresh: a
+    // path's echo depends on what ran just before it (a daemon `Write` echo
+    // alone, in a loop: 86–143 µs p50; after any of the other paths: 190–210
+    // µs, most likely for the caches they leave), so in a fixed order
+    // each path had one predecessor for every round (the daemon's `Input`
+    // always followed its `Write`, on the same session: 127 µs p50 there,
+    // about 145 µs after the others).
+    let mut order: [usize; PATHS] = std::array::from_fn(|path| path);
+    let mut shuffler = fastrand::Rng::with_seed(5);
     for i in 0..ctx.scale.echo_samples {
         let key = [b'a' + (i % 26) as u8];
-        let write = write_daemon(&mut daemon, "echo", &key);
-        via_daemon.push(echo(write, &mut daemon_stream, &key).await?);
-
-        let write = daemon_input.send(daemon_pb::InputRequest {
-            session_id: String::new(),
-            data: key.to_vec().into(),
-        });
-        via_input.push(echo(write, &mut daemon_stream, &key).await?);
-
-        let write = host.write(&session, &key);
-        via_host.push(echo(write, &mut host_stream, &key).await?);
-
-        let write = host_input.send(pb::SendInputRequest {
-            session_id: String::new(),
-            data: key.to_vec().into(),
-        });
-        via_host_stream.push(echo(write, &mut host_stream, &key).await?);
-
-        let (took, echoed) = time_blocking(|| -> Result<()> {
-            pty.writer.write_all(&key)?;
-            let mut byte = [0u8; 1];
-            pty.reader.read_exact(&mut byte)?;
-            if byte != key {
-                bail!("raw PTY echoed {byte:?}, not {key:?}");
-            }
-            Ok(())
-        });
-        echoed?;
-        floor.push(took);
-
-        let (took, echoed) = time_blocking(|| -> Result<()> {
-            control.send(&format!("send-keys -t echo {}", key[0] as char))?;
-            loop {
-                let line = control.line()?;
-                if line.starts_with("%output ") && line.ends_with(key[0] as char) {
-                    return Ok(());
+        shuffler.shuffle(&mut order);
+        for path in order {
+            match path {
+                0 => {
+                    let write = write_daemon(&mut daemon, "echo", &key);
+                    via_daemon.push(echo(write, &mut daemon_stream, &key).await?);
+                }
+                1 => {
+                    let write = daemon_input.send(daemon_pb::InputRequest {
+                        session_id: String::new(),
+                        data: key.to_vec().into(),
+                    });
+                    via_input.push(echo(write, &mut daemon_stream, &key).await?);
+                }
+                2 => {
+                    let write = host.write(&session, &key);
+                    via_host.push(echo(write, &mut host_stream, &key).await?);
+                }
+                3 => {
+                    let write = host_input.send(pb::SendInputRequest {
+                        session_id: String::new(),
+                        data: key.to_vec().into(),
+                    });
+                    via_host_stream.push(echo(write, &mut host_stream, &key).await?);
+                }
+                4 => {
+                    let (took, echoed) = time_blocking(|| -> Result<()> {
+                        pty.writer.write_all(&key)?;
+                        let mut byte = [0u8; 1];
+                        pty.reader.read_exact(&mut byte)?;
+                        if byte != key {
+                            bail!("raw PTY echoed {byte:?}, not {key:?}");
+                        }
+                        Ok(())
+                    });
+                    echoed?;
+                    floor.push(took);
+                }
+                _ => {
+                    let (took, echoed) = time_blocking(|| -> Result<()> {
+                        control.send(&format!("send-keys -t echo {}", key[0] as char))?;
+                        loop {
+                            let line = control.line()?;
+                            if line.starts_with("%output ") && line.ends_with(key[0] as char) {
+                                return Ok(());
+                            }
+                        }
+                    });
+                    echoed?;
+                    peer.push(took);
                 }
             }
-        });
-        echoed?;
-        peer.push(took);
+        }
     }
     let report = &mut ctx.report;
     report.add(
