@@ -128,9 +128,25 @@ const _: () = assert!(crate::small_frames::stalled_streams_fit(
 /// a long-lived caller survives daemon restarts. [`client`] makes the
 /// daemon's client of it; the daemon's other services (its health) share
 /// it.
+///
+/// A daemon that stops answering (stopped by a signal, held in a
+/// debugger) is noticed within 10 s even by a caller that only waits on a
+/// stream (the host-service's watch of exits): a keepalive ping left
+/// unanswered closes the connection, and the stream ends.
 pub fn connect_channel_lazy(path: &Path, connect_timeout: Duration) -> Channel {
-    lazy_channel(endpoint(), path, connect_timeout)
+    let endpoint = endpoint()
+        .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
+        .keep_alive_timeout(KEEPALIVE_TIMEOUT);
+    lazy_channel(endpoint, path, connect_timeout)
 }
+
+/// How often [`connect_channel_lazy`]'s connection pings a daemon while a
+/// call or stream is open.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// How long an unanswered ping waits before the connection is closed: a
+/// daemon answers within milliseconds even under an output flood.
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The daemon's client on `channel`, taking answers of any size (a list of
 /// thousands of sessions).

@@ -13,6 +13,7 @@ use rustix::process::{Pid, Signal};
 use support::host::*;
 use support::*;
 use tonic::transport::Channel;
+use tonic_health::pb::health_check_response::ServingStatus;
 
 /// SIGSTOPs the daemon serving `home` and waits until it has stopped
 /// (kill() returns before it has, and a request sent at once could still
@@ -584,6 +585,13 @@ async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
         .into_inner();
     assert_eq!(told.daemon_state, pb::DaemonState::Down as i32, "{told:?}");
     assert!(told.daemon_reason.contains("250 ms"), "{told:?}");
+    // So does its health service, for monitors that ask only that: once a
+    // keepalive ping has gone unanswered (nothing else need call the
+    // daemon meanwhile).
+    eventually("the daemon's health to say NOT_SERVING", || async {
+        (host.daemon_health().await == ServingStatus::NotServing).then_some(())
+    })
+    .await;
 
     // A host-service started while the daemon hangs waits for it: it
     // neither replaces it nor counts its sessions as lost.
@@ -610,6 +618,10 @@ async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
                 .sessions
                 .iter()
                 .any(|s| s.session_id == session.session_id)
+    })
+    .await;
+    eventually("the daemon's health to say SERVING again", || async {
+        (host.daemon_health().await == ServingStatus::Serving).then_some(())
     })
     .await;
 }
@@ -738,23 +750,7 @@ async fn the_crash_loop_breaker_stops_relaunching() {
         None,
         "no daemon after the breaker tripped"
     );
-    let channel = tonic::transport::Channel::from_shared(host.address.clone())
-        .expect("uri")
-        .connect()
-        .await
-        .expect("connect");
-    let status = tonic_health::pb::health_client::HealthClient::new(channel)
-        .check(tonic_health::pb::HealthCheckRequest {
-            service: "holdfast.daemon.v1.PtyDaemon".into(),
-        })
-        .await
-        .expect("health")
-        .into_inner()
-        .status;
-    assert_eq!(
-        status,
-        tonic_health::pb::health_check_response::ServingStatus::NotServing as i32
-    );
+    assert_eq!(host.daemon_health().await, ServingStatus::NotServing);
 }
 
 /// SIGKILL during a burst of CreateSession: after a restart every session

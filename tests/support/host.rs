@@ -11,6 +11,8 @@ use holdfast::proto::host::v1 as pb;
 use holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient;
 use holdfast::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
 use tonic::transport::Channel;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 
 use super::{binary, eventually, wait_with_deadline};
 
@@ -199,6 +201,24 @@ impl HostService {
             .await
             .expect("attach")
             .into_inner()
+    }
+
+    /// What the host-service's gRPC health service says of its daemon.
+    pub async fn daemon_health(&self) -> ServingStatus {
+        let channel = Channel::from_shared(self.address.clone())
+            .expect("uri")
+            .connect()
+            .await
+            .expect("connect");
+        let status = HealthClient::new(channel)
+            .check(HealthCheckRequest {
+                service: "holdfast.daemon.v1.PtyDaemon".into(),
+            })
+            .await
+            .expect("health")
+            .into_inner()
+            .status;
+        ServingStatus::try_from(status).expect("a known serving status")
     }
 
     /// Writes `data` to a session's input; the write must be accepted.
