@@ -68,6 +68,10 @@ fn connector(
 }
 
 /// Connects now, waiting at most `timeout` for the socket to accept.
+///
+/// Its windows suit lists and output read as it comes; a caller whose
+/// output streams may go unread for long should keep to the windows of
+/// [`connect_streams_lazy`] (see [`crate::small_frames`]).
 pub async fn connect(path: &Path, timeout: Duration) -> Result<DaemonClient, ConnectError> {
     let channel = connect_channel(path, timeout).await?;
     Ok(client(channel))
@@ -86,10 +90,10 @@ pub async fn connect_channel(path: &Path, timeout: Duration) -> Result<Channel, 
         })
 }
 
-/// A client as [`client`] makes on [`connect_channel_lazy`]'s channel, for
-/// a connection that carries output streams relayed to other clients, some
-/// of which may stop reading: at most [`OUTPUT_STREAMS_PER_CONNECTION`] of
-/// them.
+/// A client as [`client`] makes, on a lazy channel as
+/// [`connect_channel_lazy`]'s but with other windows, for a connection that
+/// carries output streams relayed to other clients, some of which may stop
+/// reading: at most [`OUTPUT_STREAMS_PER_CONNECTION`] of them.
 ///
 /// A stream whose reader stops keeps what the daemon sent it, unread, up
 /// to its own window. Under the usual connection window a few such
@@ -128,25 +132,9 @@ const _: () = assert!(crate::small_frames::stalled_streams_fit(
 /// a long-lived caller survives daemon restarts. [`client`] makes the
 /// daemon's client of it; the daemon's other services (its health) share
 /// it.
-///
-/// A daemon that stops answering (stopped by a signal, held in a
-/// debugger) is noticed within 10 s even by a caller that only waits on a
-/// stream (the host-service's watch of exits): a keepalive ping left
-/// unanswered closes the connection, and the stream ends.
 pub fn connect_channel_lazy(path: &Path, connect_timeout: Duration) -> Channel {
-    let endpoint = endpoint()
-        .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
-        .keep_alive_timeout(KEEPALIVE_TIMEOUT);
-    lazy_channel(endpoint, path, connect_timeout)
+    lazy_channel(endpoint(), path, connect_timeout)
 }
-
-/// How often [`connect_channel_lazy`]'s connection pings a daemon while a
-/// call or stream is open.
-const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
-
-/// How long an unanswered ping waits before the connection is closed: a
-/// daemon answers within milliseconds even under an output flood.
-const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The daemon's client on `channel`, taking answers of any size (a list of
 /// thousands of sessions).

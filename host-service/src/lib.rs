@@ -9,6 +9,7 @@ pub mod error;
 pub mod input;
 pub mod listing;
 pub mod live_sessions;
+pub mod liveness;
 pub mod memory;
 pub mod new_session;
 pub mod peer_owner;
@@ -31,6 +32,7 @@ use std::time::Duration;
 use crate::api::terminal_service_server::TerminalServiceServer;
 use crate::api::workspace_service_server::WorkspaceServiceServer;
 use crate::live_sessions::LiveSessionView;
+use crate::liveness::Liveness;
 use crate::memory::Memory;
 use crate::reaper::Reaper;
 use crate::service::Host;
@@ -103,6 +105,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         config.daemon_deadline,
     );
     let daemon = holdfast::daemon_client::client(daemon_channel.clone());
+    let liveness = Liveness::new(daemon_channel, config.daemon_deadline);
     let reaper = Arc::new(Reaper::new(
         store.clone(),
         Arc::clone(&memory),
@@ -112,6 +115,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         config.daemon_socket.clone(),
         config.launcher.clone(),
         daemon.clone(),
+        &liveness,
         reporter.clone(),
         store.clone(),
         Arc::clone(&memory),
@@ -143,8 +147,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         database: config.database.clone(),
         daemon_socket: config.daemon_socket.clone(),
         started_at: std::time::SystemTime::now(),
-        daemon: tonic_health::pb::health_client::HealthClient::new(daemon_channel),
-        deadline: config.daemon_deadline,
+        daemon: liveness,
     };
     reporter.set_serving::<WorkspaceServiceServer<Host>>().await;
     reporter.set_serving::<TerminalServiceServer<Host>>().await;

@@ -1,16 +1,13 @@
 //! `holdfast.host.v1.StatusService`: what `holdfast status` shows.
 
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use holdfast::proto::host::v1 as pb;
-use tonic::transport::Channel;
 use tonic::{Request, Response, Status};
-use tonic_health::pb::HealthCheckRequest;
-use tonic_health::pb::health_check_response::ServingStatus;
-use tonic_health::pb::health_client::HealthClient;
 
 use crate::api::status_service_server::StatusService;
+use crate::liveness::Liveness;
 use crate::supervisor::{DaemonHealth, DaemonState};
 
 /// Answers status requests from what the supervisor knows.
@@ -23,31 +20,9 @@ pub struct HostStatus {
     pub daemon_socket: PathBuf,
     /// When this process started serving.
     pub started_at: SystemTime,
-    /// The daemon's health service, asked whether a daemon that is up
-    /// answers now.
-    pub daemon: HealthClient<Channel>,
-    /// How long it has to answer: the lists' deadline.
-    pub deadline: Duration,
-}
-
-impl HostStatus {
-    /// Why a daemon the supervisor knows as up is not to be called up:
-    /// it does not answer (stopped, hung) within the deadline.
-    async fn not_answering(&self) -> Option<String> {
-        let request = Request::new(HealthCheckRequest::default());
-        let checked = tokio::time::timeout(self.deadline, self.daemon.clone().check(request)).await;
-        match checked {
-            Ok(Ok(answer)) if answer.get_ref().status() == ServingStatus::Serving => None,
-            Ok(Ok(_)) => Some("it says it is not serving".to_owned()),
-            Ok(Err(status)) if !crate::error::is_deadline(&status) => {
-                Some(format!("it fails health checks: {}", status.message()))
-            }
-            Ok(Err(_)) | Err(_) => Some(format!(
-                "it does not answer within {} ms",
-                self.deadline.as_millis()
-            )),
-        }
-    }
+    /// Asks whether a daemon that is up answers now, within the lists'
+    /// deadline.
+    pub daemon: Liveness,
 }
 
 #[tonic::async_trait]
@@ -69,7 +44,7 @@ impl StatusService for HostStatus {
             DaemonState::Up { pid, version } => {
                 status.daemon_pid = pid;
                 status.daemon_version = version;
-                match self.not_answering().await {
+                match self.daemon.not_answering().await {
                     None => pb::DaemonState::Up,
                     Some(reason) => {
                         status.daemon_reason = reason;

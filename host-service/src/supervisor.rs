@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
+use crate::liveness::Liveness;
 use crate::memory::Memory;
 use crate::reaper::Reaper;
 use crate::store::{self, Ending, Store};
@@ -33,6 +34,9 @@ const GAVE_UP_PROBE_EVERY: Duration = Duration::from_secs(5);
 
 /// How long a probe waits for the daemon's answer.
 const PROBE_PATIENCE: Duration = Duration::from_secs(2);
+/// How often a daemon that is up is asked whether it still answers (its
+/// exit watch alone would not tell a daemon stopped by a signal).
+const LIVENESS_EVERY: Duration = Duration::from_secs(5);
 /// How long a daemon whose socket and lock file are gone is given to bind
 /// them again before it is thought dead (it looks once a second:
 /// pty-daemon's `kept_socket.rs`).
@@ -126,6 +130,8 @@ pub struct Supervisor {
     socket: PathBuf,
     launcher: Option<Launcher>,
     client: DaemonClient,
+    /// Asked, while the daemon is up, whether it still answers.
+    liveness: Liveness,
     health: DaemonHealth,
     reporter: HealthReporter,
     store: Store,
@@ -136,11 +142,17 @@ pub struct Supervisor {
 
 impl Supervisor {
     /// A supervisor for the daemon at `socket`; with no launcher it only
-    /// adopts a daemon started by hand.
+    /// adopts a daemon started by hand. `client` and `liveness` share one
+    /// connection.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the parts it keeps the daemon with"
+    )]
     pub fn new(
         socket: PathBuf,
         launcher: Option<Launcher>,
         client: DaemonClient,
+        liveness: &Liveness,
         reporter: HealthReporter,
         store: Store,
         memory: Arc<Memory>,
@@ -150,6 +162,7 @@ impl Supervisor {
             socket,
             launcher,
             client,
+            liveness: liveness.with_patience(PROBE_PATIENCE),
             health: DaemonHealth::new(),
             reporter,
             store,
@@ -368,7 +381,12 @@ impl Supervisor {
             let mut watch_refused = false;
             if matches!(self.health.state(), DaemonState::Up { .. }) {
                 was_up = true;
-                watch_refused = !self.follow_exits().await;
+                // A daemon that stops answering (SIGSTOP, a debugger)
+                // keeps the watch open and silent: it is asked meanwhile.
+                watch_refused = tokio::select! {
+                    followed = self.follow_exits() => !followed,
+                    () = self.until_unanswering() => false,
+                };
             }
             // The watch ended (the daemon restarted, died, or the link
             // broke), or the daemon was not up to begin with.
@@ -440,6 +458,18 @@ impl Supervisor {
                     tracing::debug!(%reason, "waiting for a pty-daemon to adopt");
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
+            }
+        }
+    }
+
+    /// Returns once the daemon leaves a health check unanswered (or says
+    /// it is not serving); one every [`LIVENESS_EVERY`].
+    async fn until_unanswering(&self) {
+        loop {
+            tokio::time::sleep(LIVENESS_EVERY).await;
+            if let Some(reason) = self.liveness.not_answering().await {
+                tracing::warn!(%reason, "the pty-daemon stopped answering");
+                return;
             }
         }
     }
