@@ -215,18 +215,17 @@ async fn logs_prints_the_output_so_far_or_follows_it_to_the_exit() {
 /// dropped ("h2 protocol error") once about 10,000 of them waited unread.
 #[tokio::test]
 async fn a_follower_that_stops_reading_is_held_back_not_cut_off() {
-    use std::io::{Read, Write};
-    const DOTS: usize = 40_000;
+    use std::io::Read;
+    const DOTS: usize = 30_000;
     let script = format!(
-        "read go; perl -e '$|=1; for (1..{DOTS}) {{ print \".\"; select(undef, undef, undef, 0.0001) }}'; echo done; read end"
+        "read go; perl -e '$|=1; for (1..{DOTS}) {{ print \".\"; select(undef, undef, undef, 0.00005) }}'; echo done; read end"
     );
     let (_home, host, workspace, target) = host_running("stalled", &script).await;
     let id = target.session_id.as_str();
     let (mut reader, mut writer) = std::io::pipe().expect("pipe");
     // The pipe is full before the command writes a byte: its reader has
     // stopped from the start.
-    const FILLER: usize = 64 << 10;
-    writer.write_all(&[b'F'; FILLER]).expect("fill the pipe");
+    let filler = fill(&mut writer);
     let mut follower = Command::new(binary("holdfast"))
         .args(["--addr", &host.address, "logs", "--follow", id])
         .stdout(writer)
@@ -263,7 +262,7 @@ async fn a_follower_that_stops_reading_is_held_back_not_cut_off() {
         .expect("read stderr");
     assert!(status.success(), "{status}: {stderr}");
     let read = drained.join().expect("reader");
-    let followed = String::from_utf8_lossy(&read[FILLER..]);
+    let followed = String::from_utf8_lossy(&read[filler..]);
     assert_eq!(
         followed.matches('.').count(),
         DOTS,
@@ -273,6 +272,25 @@ async fn a_follower_that_stops_reading_is_held_back_not_cut_off() {
         followed.ends_with("done\r\n\r\n"),
         "to the exit: {followed:?}"
     );
+}
+
+/// Fills `pipe` until it takes no more (however large the kernel made it);
+/// returns how many bytes went in. It blocks again afterwards.
+fn fill(pipe: &mut std::io::PipeWriter) -> usize {
+    use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
+    use std::io::Write;
+    let flags = fcntl_getfl(&*pipe).expect("pipe flags");
+    fcntl_setfl(&*pipe, flags | OFlags::NONBLOCK).expect("non-blocking");
+    let mut filled = 0;
+    loop {
+        match pipe.write(&[b'F'; 4096]) {
+            Ok(written) => filled += written,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(error) => panic!("filling the pipe: {error}"),
+        }
+    }
+    fcntl_setfl(&*pipe, flags).expect("blocking again");
+    filled
 }
 
 /// `holdfast status | head -1`: output to a reader that has gone away ends

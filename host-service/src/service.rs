@@ -127,8 +127,8 @@ impl Host {
     /// Starts a new session's program with its events streamed from the
     /// first byte (the daemon's `Start`). Only the start and its first
     /// message are bounded by the operation timeout, not the stream. The
-    /// stream shares the connection of every attach stream, so it flows
-    /// as an `AttachSession` would.
+    /// stream goes over a connection for output streams, as an
+    /// `AttachSession`'s does, so it flows as one would.
     ///
     /// A daemon of an earlier version, kept running across an upgrade of
     /// the host-service, has no `Start`: then it is `Spawn` and `Attach`.

@@ -36,18 +36,18 @@ impl StreamConnections {
     }
 
     /// A client on a connection with room for one more output stream, and
-    /// the slot to keep with that stream. Connections no stream uses any
-    /// more are closed, but the first.
+    /// the slot to keep with that stream. Of the connections no stream uses
+    /// any more, one is kept (for the next stream: a host at the brink of a
+    /// new connection does not open and close one for every look), and
+    /// the others are closed.
     pub fn client(&self) -> (DaemonClient, StreamSlot) {
         let mut connections = self
             .connections
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let mut index = 0;
-        connections.retain(|connection| {
-            index += 1;
-            index == 1 || connection.carried() > 0
-        });
+        let mut spare = false;
+        connections
+            .retain(|connection| connection.carried() > 0 || !std::mem::replace(&mut spare, true));
         let room = connections
             .iter()
             .position(|connection| connection.carried() < OUTPUT_STREAMS_PER_CONNECTION);
@@ -100,18 +100,28 @@ mod tests {
         assert_eq!(connections.open(), 1);
         slots.push(connections.client().1);
         assert_eq!(connections.open(), 2, "one stream past the share");
-        // A stream that ends makes room on the first connection again,
-        // and the second, unused, is closed.
+        // A stream that ends makes room on the first connection again.
         slots.remove(0);
-        slots.pop();
-        let _slot = connections.client().1;
-        assert_eq!(connections.open(), 1);
+        slots.push(connections.client().1);
+        assert_eq!(connections.open(), 2, "room made on the first is used");
+        slots.push(connections.client().1);
+        assert_eq!(connections.open(), 2, "the second has room too");
     }
 
     #[tokio::test]
-    async fn the_first_connection_stays_open_when_unused() {
+    async fn one_unused_connection_stays_open_and_no_more() {
         let connections = connections();
+        let first: Vec<StreamSlot> = (0..OUTPUT_STREAMS_PER_CONNECTION)
+            .map(|_| connections.client().1)
+            .collect();
+        let second: Vec<StreamSlot> = (0..OUTPUT_STREAMS_PER_CONNECTION)
+            .map(|_| connections.client().1)
+            .collect();
+        let third = connections.client().1;
+        assert_eq!(connections.open(), 3);
+        drop((first, second, third));
         drop(connections.client());
+        assert_eq!(connections.open(), 1, "one kept of three unused");
         drop(connections.client());
         assert_eq!(connections.open(), 1);
     }

@@ -196,10 +196,12 @@ async fn main() {
 /// connection for the small frames it holds unread (see
 /// `holdfast::small_frames`): with hyper's defaults (2 MiB a stream, 5 MiB
 /// the connection) `logs -f` of a program writing a byte at a time ended
-/// with "h2 protocol error" once about 10,000 frames were waiting. 128 KiB
-/// in flight is still far more than a terminal shows.
-const STREAM_WINDOW: u32 = 128 << 10;
-const CONNECTION_WINDOW: u32 = 16 << 20;
+/// with "h2 protocol error" once about 10,000 frames were waiting. The
+/// connection's window is HTTP/2's largest, which costs nothing (only the
+/// streams' windows bound what is held), so a stream's can stay wide
+/// enough for a host-service across a network.
+const STREAM_WINDOW: u32 = 1 << 20;
+const CONNECTION_WINDOW: u32 = (1 << 31) - 1;
 // An output stream and a look, both stopped.
 const _: () = assert!(holdfast::small_frames::stalled_streams_fit(
     2,
