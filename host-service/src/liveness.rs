@@ -1,7 +1,7 @@
-//! Whether the daemon answers at all: a health check on its own
-//! connection, within a patience. A daemon stopped by a signal or held in
-//! a debugger still accepts connections and keeps its streams open, so
-//! only a call that waits for an answer tells.
+//! Whether the daemon answers at all: a health check, over the connection
+//! the daemon's other calls use, within a patience. A daemon stopped by a
+//! signal or held in a debugger still accepts connections and keeps its
+//! streams open, so only a call that waits for an answer tells.
 
 use std::time::Duration;
 

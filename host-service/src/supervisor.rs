@@ -37,6 +37,8 @@ const PROBE_PATIENCE: Duration = Duration::from_secs(2);
 /// How often a daemon that is up is asked whether it still answers (its
 /// exit watch alone would not tell a daemon stopped by a signal).
 const LIVENESS_EVERY: Duration = Duration::from_secs(5);
+/// How often a daemon that stopped answering is asked again.
+const DOWN_ASKED_EVERY: Duration = Duration::from_secs(1);
 /// How long a daemon whose socket and lock file are gone is given to bind
 /// them again before it is thought dead (it looks once a second:
 /// pty-daemon's `kept_socket.rs`).
@@ -379,14 +381,10 @@ impl Supervisor {
             // probe all the same, it is tried again after a pause, not
             // at once (each turn costs a connection, a List and a pass).
             let mut watch_refused = false;
-            if matches!(self.health.state(), DaemonState::Up { .. }) {
+            let state = self.health.state();
+            if matches!(state, DaemonState::Up { .. }) {
                 was_up = true;
-                // A daemon that stops answering (SIGSTOP, a debugger)
-                // keeps the watch open and silent: it is asked meanwhile.
-                watch_refused = tokio::select! {
-                    followed = self.follow_exits() => !followed,
-                    () = self.until_unanswering() => false,
-                };
+                watch_refused = !self.follow_exits_asking(state).await;
             }
             // The watch ended (the daemon restarted, died, or the link
             // broke), or the daemon was not up to begin with.
@@ -462,15 +460,41 @@ impl Supervisor {
         }
     }
 
-    /// Returns once the daemon leaves a health check unanswered (or says
-    /// it is not serving); one every [`LIVENESS_EVERY`].
-    async fn until_unanswering(&self) {
-        loop {
-            tokio::time::sleep(LIVENESS_EVERY).await;
-            if let Some(reason) = self.liveness.not_answering().await {
-                tracing::warn!(%reason, "the pty-daemon stopped answering");
-                return;
+    /// Streams exits (as [`Self::follow_exits`]) while asking the daemon,
+    /// every [`LIVENESS_EVERY`], whether it still answers: a daemon that
+    /// stops answering (SIGSTOP, a debugger) keeps the watch open and
+    /// silent, so only asking tells. Until it answers again it is reported
+    /// down (lists answer from memory, health says NOT_SERVING) and asked
+    /// every second; then it is `up` again. The watch goes on throughout:
+    /// no exit is missed, and nothing has to be reconciled afterwards.
+    async fn follow_exits_asking(&self, up: DaemonState) -> bool {
+        let asking = async {
+            loop {
+                let down = matches!(self.health.state(), DaemonState::Down(_));
+                tokio::time::sleep(if down {
+                    DOWN_ASKED_EVERY
+                } else {
+                    LIVENESS_EVERY
+                })
+                .await;
+                match (self.liveness.not_answering().await, down) {
+                    (Some(why), false) => {
+                        let reason = format!("the pty-daemon runs but {why}");
+                        tracing::warn!(%reason, "waiting for the pty-daemon");
+                        self.set_state(DaemonState::Down(reason)).await;
+                    }
+                    (None, true) => {
+                        tracing::info!("the pty-daemon answers again");
+                        self.set_state(up.clone()).await;
+                    }
+                    _ => {}
+                }
             }
+        };
+        tokio::select! {
+            followed = self.follow_exits() => followed,
+            // Asking never ends.
+            () = asking => true,
         }
     }
 
