@@ -218,8 +218,9 @@ async fn a_follower_that_stops_reading_is_held_back_not_cut_off() {
     use std::io::Read;
     // Dots one at a time (a frame each), then more than the command's
     // stream window in bulk, so flow control holds the host-service back
-    // too (less than the host's window and the daemon's ring besides: the
-    // daemon never has to skip any for want of room).
+    // too. What the command's window does not take fits in the host's
+    // window for the stream and the daemon's ring: nothing is skipped for
+    // want of room.
     const DOTS: usize = 30_000;
     const BULK: usize = 1_500_000;
     let script = format!(
@@ -269,7 +270,11 @@ async fn a_follower_that_stops_reading_is_held_back_not_cut_off() {
     assert!(status.success(), "{status}: {stderr}");
     let read = drained.join().expect("reader");
     let followed = String::from_utf8_lossy(&read[filler..]);
-    assert_eq!(followed.matches('.').count(), DOTS + BULK, "every dot");
+    assert_eq!(
+        followed.matches('.').count(),
+        DOTS + BULK,
+        "every dot ({stderr})"
+    );
     assert!(
         followed.ends_with("done\r\n\r\n"),
         "to the exit: {:?}",

@@ -595,6 +595,23 @@ async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
     })
     .await;
 
+    // Up again once it answers, under the same host-service: the same
+    // daemon, its watch of exits never cut, calls taken again.
+    rustix::process::kill_process(daemon, Signal::CONT).expect("SIGCONT");
+    eventually("the daemon's health to say SERVING again", || async {
+        (host.daemon_health().await == ServingStatus::Serving).then_some(())
+    })
+    .await;
+    host.list_until("a complete list after SIGCONT", &workspace, |list| {
+        is_complete(list) && ids(list) == [session.session_id.as_str()]
+    })
+    .await;
+    host.write_input(&session.session_id, "x").await;
+    let log = host.log_text();
+    assert!(log.contains("the pty-daemon answers again"), "{log}");
+    assert!(!log.contains("lost the pty-daemon's exit stream"), "{log}");
+    let daemon = hang_the_daemon(&home).await;
+
     // A host-service started while the daemon hangs waits for it: it
     // neither replaces it nor counts its sessions as lost.
     host.stop(Signal::KILL);

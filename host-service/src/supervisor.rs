@@ -83,7 +83,7 @@ pub enum DaemonState {
         /// Its version.
         version: String,
     },
-    /// Gone; being relaunched.
+    /// Gone (being relaunched), or running but not answering.
     Down(String),
     /// Crashed too often; not relaunched until one appears on the socket.
     GaveUp(String),
@@ -460,14 +460,21 @@ impl Supervisor {
         }
     }
 
-    /// Streams exits (as [`Self::follow_exits`]) while asking the daemon,
-    /// every [`LIVENESS_EVERY`], whether it still answers: a daemon that
-    /// stops answering (SIGSTOP, a debugger) keeps the watch open and
-    /// silent, so only asking tells. Until it answers again it is reported
-    /// down (lists answer from memory, health says NOT_SERVING) and asked
-    /// every second; then it is `up` again. The watch goes on throughout:
-    /// no exit is missed, and nothing has to be reconciled afterwards.
+    /// Streams exits (as [`Self::follow_exits`]) while asking the daemon
+    /// `up`, every [`LIVENESS_EVERY`], whether it still answers: a daemon
+    /// that stops answering (SIGSTOP, a debugger) keeps the watch open and
+    /// silent, so only asking tells. A health check left unanswered is
+    /// confirmed by a probe on a connection of its own (a daemon merely
+    /// slow under load answers that within its patience, and stays up).
+    /// Until it answers again it is reported down (lists answer from
+    /// memory, calls are refused at once, health says NOT_SERVING) and
+    /// asked every second; then it is up again, if it is the same daemon.
+    /// The watch goes on throughout: no exit is missed. Another daemon, or
+    /// none, ends it, for [`Self::run`] to adopt or mourn.
     async fn follow_exits_asking(&self, up: DaemonState) -> bool {
+        let DaemonState::Up { pid, .. } = up else {
+            return self.follow_exits().await;
+        };
         let asking = async {
             loop {
                 let down = matches!(self.health.state(), DaemonState::Down(_));
@@ -477,23 +484,33 @@ impl Supervisor {
                     LIVENESS_EVERY
                 })
                 .await;
-                match (self.liveness.not_answering().await, down) {
-                    (Some(why), false) => {
-                        let reason = format!("the pty-daemon runs but {why}");
-                        tracing::warn!(%reason, "waiting for the pty-daemon");
-                        self.set_state(DaemonState::Down(reason)).await;
+                let answers = self.liveness.not_answering().await.is_none();
+                if answers != down {
+                    continue;
+                }
+                match self.probe().await {
+                    Ok(info) if info.pid == pid => {
+                        if down {
+                            tracing::info!("the pty-daemon answers again");
+                            self.set_state(up.clone()).await;
+                        } else {
+                            tracing::debug!(
+                                "a health check went unanswered, but the pty-daemon answered a probe"
+                            );
+                        }
                     }
-                    (None, true) => {
-                        tracing::info!("the pty-daemon answers again");
-                        self.set_state(up.clone()).await;
+                    Err(Probe::Unresponsive(reason)) => {
+                        if !down {
+                            tracing::warn!(%reason, "waiting for the pty-daemon");
+                            self.set_state(DaemonState::Down(reason)).await;
+                        }
                     }
-                    _ => {}
+                    Ok(_) | Err(Probe::Unreachable(_)) => return,
                 }
             }
         };
         tokio::select! {
             followed = self.follow_exits() => followed,
-            // Asking never ends.
             () = asking => true,
         }
     }
