@@ -27,6 +27,10 @@ pub enum Error {
     /// The pty-daemon is needed and cannot be reached in time.
     #[error("the pty-daemon is unavailable: {0}")]
     DaemonUnavailable(String),
+    /// The pty-daemon is known to be down (gone, or not answering): the
+    /// call was not made.
+    #[error("{0}")]
+    DaemonDown(String),
     /// The pty-daemon refused the request; its status is passed on.
     #[error("{}", .0.message())]
     Daemon(tonic::Status),
@@ -91,7 +95,7 @@ impl From<Error> for tonic::Status {
             Error::WorkspaceClosed(_) | Error::SessionExited(_) => {
                 Self::failed_precondition(message)
             }
-            Error::DaemonUnavailable(_) => Self::unavailable(message),
+            Error::DaemonUnavailable(_) | Error::DaemonDown(_) => Self::unavailable(message),
             Error::Daemon(status) => match status.code() {
                 tonic::Code::InvalidArgument
                 | tonic::Code::NotFound

@@ -92,7 +92,7 @@ impl Host {
     /// Refuses at once while the supervisor knows the daemon to be down.
     fn daemon_up(&self) -> Result<()> {
         match self.live.health.down_reason() {
-            Some(reason) => Err(Error::DaemonUnavailable(reason)),
+            Some(reason) => Err(Error::DaemonDown(reason)),
             None => Ok(()),
         }
     }
@@ -211,7 +211,7 @@ impl Host {
                 Err(Error::Daemon(status)) if status.code() == tonic::Code::NotFound => {
                     "no such session yet".to_owned()
                 }
-                Err(Error::DaemonUnavailable(reason)) => reason,
+                Err(Error::DaemonUnavailable(reason) | Error::DaemonDown(reason)) => reason,
                 Err(error) => {
                     tracing::warn!(%session_id, %error, "killing a session whose spawn got no answer failed; the reaper will retry");
                     return;
