@@ -146,16 +146,13 @@ impl Host {
                     "the daemon's Start stream did not begin with the session",
                 ));
             };
-            let events = events.map(move |message| {
-                let _carried = &slot;
-                match message?.event {
-                    Some(Event::Attach(event)) => Ok(event),
-                    _ => Err(Status::internal(
-                        "the daemon's Start stream sent something other than an attach event",
-                    )),
-                }
+            let events = events.map(|message| match message?.event {
+                Some(Event::Attach(event)) => Ok(event),
+                _ => Err(Status::internal(
+                    "the daemon's Start stream sent something other than an attach event",
+                )),
             });
-            Ok(Response::new((session, Box::pin(events) as DaemonEvents)))
+            Ok(Response::new((session, slot.held_by(events).boxed())))
         };
         match self.daemon_call("start", started).await {
             Err(Error::Daemon(status)) if status.code() == tonic::Code::Unimplemented => {
@@ -523,12 +520,7 @@ impl Host {
         let events = self
             .daemon_call("attach", client.attach(Request::new(attach)))
             .await?;
-        Ok(events
-            .map(move |event| {
-                let _carried = &slot;
-                event
-            })
-            .boxed())
+        Ok(slot.held_by(events).boxed())
     }
 
     /// A look at a session: the events of `open` (its attach stream from

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures_util::{Stream, StreamExt};
 use holdfast::daemon_client::{self, DaemonClient, OUTPUT_STREAMS_PER_CONNECTION};
 
 pub struct StreamConnections {
@@ -22,8 +23,18 @@ struct Connection {
 }
 
 /// Keeps its connection counted as carrying one more stream while held:
-/// it goes with the stream.
+/// it goes with the stream ([`StreamSlot::held_by`]).
 pub struct StreamSlot(#[expect(dead_code, reason = "held for its count")] Arc<()>);
+
+impl StreamSlot {
+    /// `stream`, keeping this slot until it is dropped.
+    pub fn held_by<S: Stream>(self, stream: S) -> impl Stream<Item = S::Item> {
+        stream.map(move |item| {
+            let _held = &self;
+            item
+        })
+    }
+}
 
 impl StreamConnections {
     /// No connection is made until a stream needs one.

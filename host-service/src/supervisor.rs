@@ -381,10 +381,9 @@ impl Supervisor {
             // probe all the same, it is tried again after a pause, not
             // at once (each turn costs a connection, a List and a pass).
             let mut watch_refused = false;
-            let state = self.health.state();
-            if matches!(state, DaemonState::Up { .. }) {
+            if let up @ DaemonState::Up { pid, .. } = self.health.state() {
                 was_up = true;
-                watch_refused = !self.follow_exits_asking(state).await;
+                watch_refused = !self.follow_exits_asking(pid, &up).await;
             }
             // The watch ended (the daemon restarted, died, or the link
             // broke), or the daemon was not up to begin with.
@@ -461,7 +460,8 @@ impl Supervisor {
     }
 
     /// Streams exits (as [`Self::follow_exits`]) while asking the daemon
-    /// `up`, every [`LIVENESS_EVERY`], whether it still answers: a daemon
+    /// `pid`, whose state is `up`, every [`LIVENESS_EVERY`], whether it
+    /// still answers: a daemon
     /// that stops answering (SIGSTOP, a debugger) keeps the watch open and
     /// silent, so only asking tells. A health check left unanswered is
     /// confirmed by a probe on a connection of its own (a daemon merely
@@ -471,10 +471,7 @@ impl Supervisor {
     /// asked every second; then it is up again, if it is the same daemon.
     /// The watch goes on throughout: no exit is missed. Another daemon, or
     /// none, ends it, for [`Self::run`] to adopt or mourn.
-    async fn follow_exits_asking(&self, up: DaemonState) -> bool {
-        let DaemonState::Up { pid, .. } = up else {
-            return self.follow_exits().await;
-        };
+    async fn follow_exits_asking(&self, pid: u32, up: &DaemonState) -> bool {
         let asking = async {
             loop {
                 let down = matches!(self.health.state(), DaemonState::Down(_));
@@ -485,6 +482,7 @@ impl Supervisor {
                 })
                 .await;
                 let answers = self.liveness.not_answering().await.is_none();
+                // Nothing new: up and answering, or down and still not.
                 if answers != down {
                     continue;
                 }

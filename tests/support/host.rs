@@ -108,6 +108,7 @@ impl HostHome {
             address,
             log,
             workspaces: WorkspaceServiceClient::new(channel.clone()),
+            health: HealthClient::new(channel.clone()),
             terminals: TerminalServiceClient::new(channel),
         }
     }
@@ -170,6 +171,7 @@ pub struct HostService {
     pub log: PathBuf,
     pub workspaces: WorkspaceServiceClient<Channel>,
     pub terminals: TerminalServiceClient<Channel>,
+    pub health: HealthClient<Channel>,
 }
 
 impl HostService {
@@ -205,12 +207,9 @@ impl HostService {
 
     /// What the host-service's gRPC health service says of its daemon.
     pub async fn daemon_health(&self) -> ServingStatus {
-        let channel = Channel::from_shared(self.address.clone())
-            .expect("uri")
-            .connect()
-            .await
-            .expect("connect");
-        let status = HealthClient::new(channel)
+        let status = self
+            .health
+            .clone()
             .check(HealthCheckRequest {
                 service: "holdfast.daemon.v1.PtyDaemon".into(),
             })
