@@ -1151,6 +1151,69 @@ async fn grpc_web_answers_local_pages_and_health_reports_the_daemon() {
     }
 }
 
+/// What is neither gRPC nor grpc-web (`curl` with JSON, a browser pointed
+/// at the port, gRPC over HTTP/1.1) is told in words what the port speaks,
+/// with the HTTP status that says why: before, tonic gave a bare 400, or
+/// over HTTP/2 read the JSON as gRPC and answered `INTERNAL` "Unexpected
+/// EOF decoding stream".
+#[tokio::test]
+async fn requests_that_are_not_grpc_are_told_what_the_port_speaks() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let method = "/holdfast.host.v1.WorkspaceService/ListWorkspaces";
+    for (head, body, status) in [
+        (
+            format!("POST {method} HTTP/1.1\r\nContent-Type: application/json"),
+            "{}",
+            "415 unsupported media type",
+        ),
+        ("GET / HTTP/1.1".to_owned(), "", "405 method not allowed"),
+        (
+            format!("POST {method} HTTP/1.1\r\nContent-Type: application/grpc"),
+            "\0\0\0\0\0",
+            "505 http version not supported",
+        ),
+    ] {
+        let answer = http1_call(&host.address, None, &head, body).await;
+        assert!(
+            answer.starts_with(&format!("http/1.1 {status}")),
+            "{answer}"
+        );
+        assert!(
+            answer.contains("content-type: text/plain") && answer.contains("grpcurl -plaintext"),
+            "{answer}"
+        );
+    }
+    let answer = http1_call(&host.address, None, "GET / HTTP/1.1", "").await;
+    assert!(answer.contains("allow: post"), "{answer}");
+
+    // HTTP/2, as `curl --http2-prior-knowledge` sends it.
+    let mut channel = tonic::transport::Channel::from_shared(host.address.clone())
+        .expect("uri")
+        .connect()
+        .await
+        .expect("connect");
+    let request = http::Request::builder()
+        .method("POST")
+        .uri(format!("{}{method}", host.address))
+        .header("content-type", "application/json")
+        .body(tonic::body::Body::new("{}".to_owned()))
+        .expect("request");
+    let answer = tower::ServiceExt::oneshot(&mut channel, request)
+        .await
+        .expect("an answer");
+    assert_eq!(answer.status(), http::StatusCode::UNSUPPORTED_MEDIA_TYPE);
+
+    // gRPC and grpc-web pass as before.
+    let web = grpc_web_call(&host.address, None, "http://localhost:5173").await;
+    assert!(web.contains("grpc-status:0"), "{web}");
+    let mut workspaces = pb::workspace_service_client::WorkspaceServiceClient::new(channel);
+    workspaces
+        .list_workspaces(pb::ListWorkspacesRequest::default())
+        .await
+        .expect("gRPC");
+}
+
 /// Short answers go out at once. With Nagle's algorithm left on, each reply
 /// waited for the client's delayed ACK, ~40 ms per call; 20 calls then take
 /// over 800 ms, against a few ms each without it. The bound is generous.

@@ -6,6 +6,7 @@
 pub mod access;
 pub mod api;
 pub mod error;
+pub mod grpc_only;
 pub mod input;
 pub mod listing;
 pub mod live_sessions;

@@ -1,5 +1,5 @@
 //! Transport wiring: gRPC, grpc-web (HTTP/1.1 with CORS), health and
-//! reflection, all on one TCP port.
+//! reflection, all on one TCP port; anything else told so in words.
 
 use std::time::Duration;
 
@@ -12,6 +12,7 @@ use crate::access::Policy;
 use crate::api::status_service_server::StatusServiceServer;
 use crate::api::terminal_service_server::TerminalServiceServer;
 use crate::api::workspace_service_server::WorkspaceServiceServer;
+use crate::grpc_only::GrpcOnlyLayer;
 use crate::peer_owner::{Connection, PeerOwner};
 use crate::service::Host;
 use crate::status::HostStatus;
@@ -41,6 +42,8 @@ pub async fn serve(
     tonic::transport::Server::builder()
         .accept_http1(true)
         .layer(cors(cors_origins))
+        // Inside CORS, so a page's refusal can be read by it.
+        .layer(GrpcOnlyLayer)
         .layer(tonic_web::GrpcWebLayer::new())
         // Inside grpc-web, so a refusal reaches browsers as grpc-web too.
         .layer(access.layer())

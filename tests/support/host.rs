@@ -391,43 +391,40 @@ pub async fn receive_host_exit(
 /// A grpc-web `ListWorkspaces` over raw HTTP/1.1, as a browser sends it,
 /// with `Host` set to `host` (default: the address); the response, lowercased.
 pub async fn grpc_web_call(address: &str, host: Option<&str>, origin: &str) -> String {
-    let authority = address.trim_start_matches("http://");
-    let host = host.unwrap_or(authority);
-    let stream = tokio::net::TcpStream::connect(authority)
-        .await
-        .expect("connect");
-    // An empty ListWorkspacesRequest: flag 0, length 0.
-    let body = [0u8, 0, 0, 0, 0];
     let head = format!(
-        "POST /holdfast.host.v1.WorkspaceService/ListWorkspaces HTTP/1.1\r\nHost: {host}\r\nOrigin: {origin}\r\nContent-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
+        "POST /holdfast.host.v1.WorkspaceService/ListWorkspaces HTTP/1.1\r\nOrigin: {origin}\r\nContent-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1"
     );
-    let mut request = head.into_bytes();
-    request.extend_from_slice(&body);
-    http_exchange(stream, &request).await
+    // An empty ListWorkspacesRequest: flag 0, length 0.
+    http1_call(address, host, &head, "\0\0\0\0\0").await
 }
 
-/// Sends a whole HTTP/1.1 request (`Connection: close`); the response,
-/// lower case.
-async fn http_exchange(mut stream: tokio::net::TcpStream, request: &[u8]) -> String {
-    stream.write_all(request).await.expect("write");
+/// A browser's CORS preflight for a grpc-web call from `origin` that sends
+/// `headers`; the response head, lower case.
+pub async fn grpc_web_preflight(address: &str, origin: &str, headers: &str) -> String {
+    let head = format!(
+        "OPTIONS /holdfast.host.v1.WorkspaceService/ListWorkspaces HTTP/1.1\r\nOrigin: {origin}\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: {headers}"
+    );
+    http1_call(address, None, &head, "").await
+}
+
+/// An HTTP/1.1 request to the host-service at `address`, with `Host` set
+/// to `host` (default: the address): `head` (the request line and headers,
+/// without the blank line), then `body`; the whole response, lower case.
+pub async fn http1_call(address: &str, host: Option<&str>, head: &str, body: &str) -> String {
+    let authority = address.trim_start_matches("http://");
+    let host = host.unwrap_or(authority);
+    let mut stream = tokio::net::TcpStream::connect(authority)
+        .await
+        .expect("connect");
+    let request = format!(
+        "{head}\r\nHost: {host}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
     let mut response = Vec::new();
     tokio::time::timeout(super::PATIENCE, stream.read_to_end(&mut response))
         .await
         .expect("in time")
         .expect("read");
     String::from_utf8_lossy(&response).to_ascii_lowercase()
-}
-
-/// A browser's CORS preflight for a grpc-web call from `origin` that sends
-/// `headers`; the response head, lower case.
-pub async fn grpc_web_preflight(address: &str, origin: &str, headers: &str) -> String {
-    let authority = address.trim_start_matches("http://");
-    let stream = tokio::net::TcpStream::connect(authority)
-        .await
-        .expect("connect");
-    let head = format!(
-        "OPTIONS /holdfast.host.v1.WorkspaceService/ListWorkspaces HTTP/1.1\r\nHost: {authority}\r\nOrigin: {origin}\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: {headers}\r\nConnection: close\r\n\r\n"
-    );
-    http_exchange(stream, head.as_bytes()).await
 }
