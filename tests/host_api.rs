@@ -1161,15 +1161,21 @@ async fn requests_that_are_not_grpc_are_told_what_the_port_speaks() {
     let home = HostHome::new();
     let host = home.start(&[]).await;
     let method = "/holdfast.host.v1.WorkspaceService/ListWorkspaces";
+    // From a page this machine serves: the answer must be readable by it.
+    let origin = "Origin: http://localhost:5173";
     for (head, body, status) in [
         (
-            format!("POST {method} HTTP/1.1\r\nContent-Type: application/json"),
+            format!("POST {method} HTTP/1.1\r\n{origin}\r\nContent-Type: application/json"),
             "{}",
             "415 unsupported media type",
         ),
-        ("GET / HTTP/1.1".to_owned(), "", "405 method not allowed"),
         (
-            format!("POST {method} HTTP/1.1\r\nContent-Type: application/grpc"),
+            format!("GET / HTTP/1.1\r\n{origin}"),
+            "",
+            "405 method not allowed",
+        ),
+        (
+            format!("POST {method} HTTP/1.1\r\n{origin}\r\nContent-Type: application/grpc"),
             "\0\0\0\0\0",
             "505 http version not supported",
         ),
@@ -1183,9 +1189,16 @@ async fn requests_that_are_not_grpc_are_told_what_the_port_speaks() {
             answer.contains("content-type: text/plain") && answer.contains("grpcurl -plaintext"),
             "{answer}"
         );
+        assert!(
+            answer.contains("access-control-allow-origin: http://localhost:5173"),
+            "{answer}"
+        );
+        assert_eq!(
+            answer.contains("allow: post, options"),
+            head.starts_with("GET"),
+            "{answer}"
+        );
     }
-    let answer = http1_call(&host.address, None, "GET / HTTP/1.1", "").await;
-    assert!(answer.contains("allow: post"), "{answer}");
 
     // HTTP/2, as `curl --http2-prior-knowledge` sends it.
     let mut channel = tonic::transport::Channel::from_shared(host.address.clone())

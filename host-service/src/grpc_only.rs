@@ -1,13 +1,13 @@
 //! Requests that are neither gRPC nor grpc-web (`curl` with JSON, a
 //! browser pointed at the port, a client of the Connect protocol) get an
-//! answer that says, in words, what this port speaks. Without it they got
-//! tonic's bare `400` over HTTP/1.1, or, over HTTP/2, their body read as
-//! gRPC and an `INTERNAL` "Unexpected EOF decoding stream".
+//! answer that says, in words, what this port speaks, before any service
+//! tries to read them.
 //!
 //! A POST of another content type is `415 Unsupported Media Type`, as the
 //! gRPC over HTTP/2 specification asks of servers; any other method is
-//! `405 Method Not Allowed` with `Allow: POST`; gRPC over HTTP/1.1, which
-//! cannot work (it needs trailers), is `505 HTTP Version Not Supported`.
+//! `405 Method Not Allowed` (OPTIONS never comes here: CORS answers it);
+//! gRPC over HTTP/1.1, which gRPC does not define and tonic does not
+//! serve, is `505 HTTP Version Not Supported`.
 
 use std::task::{Context, Poll};
 
@@ -53,28 +53,35 @@ where
     }
 }
 
+/// The content types of grpc-web: tonic-web's, spelled as it accepts them.
+const GRPC_WEB: [&str; 4] = [
+    "application/grpc-web",
+    "application/grpc-web+proto",
+    "application/grpc-web-text",
+    "application/grpc-web-text+proto",
+];
+
 /// What this port speaks, for the people who find it some other way.
 const SPOKEN: &str = "This is holdfast's host-service. It speaks gRPC (HTTP/2, content type \
-application/grpc) and grpc-web (content type application/grpc-web, \
-application/grpc-web+proto or application/grpc-web-text, over HTTP/1.1 or HTTP/2), \
-with server reflection. Try: `grpcurl -plaintext ADDRESS list`, or `holdfast ls`.";
+application/grpc) and grpc-web (content type application/grpc-web, application/grpc-web+proto, \
+application/grpc-web-text or application/grpc-web-text+proto, over HTTP/1.1 or HTTP/2), with \
+server reflection. Try: `grpcurl -plaintext ADDRESS list`, or `holdfast ls`.";
 
 /// The answer to a request no service here could take; `None` to pass it on.
 fn refusal<B>(request: &Request<B>) -> Option<Response<Body>> {
-    let content_type = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok());
+    let content_type = request.headers().get(header::CONTENT_TYPE);
     let kind = content_type.map_or(Kind::Other, Kind::of);
-    let refused = if request.method() != Method::POST {
+    let (status, why) = if request.method() != Method::POST {
         (
             StatusCode::METHOD_NOT_ALLOWED,
             format!("Every call is a POST, not {}.", request.method()),
         )
     } else if kind == Kind::Other {
-        let sent = content_type.map_or("no content type".to_owned(), |sent| {
-            format!("content type {sent}")
-        });
+        let sent = match content_type.map(HeaderValue::to_str) {
+            None => "no content type".to_owned(),
+            Some(Ok(sent)) => format!("content type {sent}"),
+            Some(Err(_)) => "a content type that is not plain ASCII".to_owned(),
+        };
         (
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             format!("This request has {sent}."),
@@ -88,7 +95,6 @@ fn refusal<B>(request: &Request<B>) -> Option<Response<Body>> {
     } else {
         return None;
     };
-    let (status, why) = refused;
     let mut answer = Response::new(Body::new(format!("{why}\n{SPOKEN}\n")));
     *answer.status_mut() = status;
     let headers = answer.headers_mut();
@@ -96,8 +102,13 @@ fn refusal<B>(request: &Request<B>) -> Option<Response<Body>> {
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
+    // The answer repeats what the request said: never to be read as HTML.
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     if status == StatusCode::METHOD_NOT_ALLOWED {
-        headers.insert(header::ALLOW, HeaderValue::from_static("POST"));
+        headers.insert(header::ALLOW, HeaderValue::from_static("POST, OPTIONS"));
     }
     Some(answer)
 }
@@ -105,36 +116,34 @@ fn refusal<B>(request: &Request<B>) -> Option<Response<Body>> {
 /// The protocol a content type names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// `application/grpc`, `application/grpc+proto`, ...
+    /// `application/grpc`, `application/grpc+proto`, ... (tonic reads
+    /// any of them; media types are case-insensitive and may carry
+    /// parameters).
     Grpc,
-    /// `application/grpc-web`, `application/grpc-web-text+proto`, ...
+    /// One of [`GRPC_WEB`], exactly: tonic-web refuses any other.
     GrpcWeb,
     /// Anything else.
     Other,
 }
 
 impl Kind {
-    fn of(content_type: &str) -> Self {
-        // Media types are case-insensitive, and may carry parameters. On
-        // every call's path: no allocation.
-        const GRPC: &str = "application/grpc";
-        let media = content_type.split(';').next().unwrap_or_default().trim();
-        let Some(rest) = media
-            .get(..GRPC.len())
-            .filter(|head| head.eq_ignore_ascii_case(GRPC))
-            .map(|_| &media[GRPC.len()..])
-        else {
-            return Self::Other;
-        };
-        if rest
-            .get(..4)
-            .is_some_and(|web| web.eq_ignore_ascii_case("-web"))
-        {
-            Self::GrpcWeb
-        } else if rest.is_empty() || rest.starts_with('+') {
-            Self::Grpc
-        } else {
-            Self::Other
+    /// On every call's path: no allocation.
+    fn of(content_type: &HeaderValue) -> Self {
+        const GRPC: &[u8] = b"application/grpc";
+        let bytes = content_type.as_bytes();
+        if GRPC_WEB.iter().any(|web| web.as_bytes() == bytes) {
+            return Self::GrpcWeb;
+        }
+        let media = bytes.split(|&byte| byte == b';').next().unwrap_or_default();
+        let media = media.trim_ascii();
+        match media.split_at_checked(GRPC.len()) {
+            Some((head, rest))
+                if head.eq_ignore_ascii_case(GRPC)
+                    && rest.first().is_none_or(|&byte| byte == b'+') =>
+            {
+                Self::Grpc
+            }
+            _ => Self::Other,
         }
     }
 }
@@ -143,10 +152,11 @@ impl Kind {
 mod tests {
     use super::*;
 
-    fn answer(method: Method, version: Version, content_type: Option<&str>) -> Option<StatusCode> {
+    fn answer(method: Method, version: Version, content_type: Option<&[u8]>) -> Option<StatusCode> {
         let mut request = Request::builder().method(method).version(version);
         if let Some(content_type) = content_type {
-            request = request.header(header::CONTENT_TYPE, content_type);
+            let value = HeaderValue::from_bytes(content_type).expect("a header value");
+            request = request.header(header::CONTENT_TYPE, value);
         }
         refusal(&request.body(()).expect("request")).map(|answer| answer.status())
     }
@@ -161,10 +171,9 @@ mod tests {
             (Version::HTTP_11, "application/grpc-web+proto"),
             (Version::HTTP_11, "application/grpc-web-text"),
             (Version::HTTP_2, "application/grpc-web-text+proto"),
-            (Version::HTTP_11, "application/GRPC-Web"),
         ] {
             assert_eq!(
-                answer(Method::POST, version, Some(content_type)),
+                answer(Method::POST, version, Some(content_type.as_bytes())),
                 None,
                 "{content_type}"
             );
@@ -175,9 +184,15 @@ mod tests {
     fn everything_else_is_told_what_this_port_speaks() {
         let (h1, h2) = (Version::HTTP_11, Version::HTTP_2);
         for (version, content_type) in [
-            (h2, Some("application/json")),
-            (h1, Some("application/proto")),
-            (h2, Some("application/grpcx")),
+            (h2, Some(&b"application/json"[..])),
+            (h1, Some(b"application/proto")),
+            (h2, Some(b"application/grpcx")),
+            (h2, Some(b"application/grpc-webx")),
+            // Spellings tonic-web would refuse further in.
+            (h1, Some(b"application/grpc-web+json")),
+            (h1, Some(b"application/GRPC-Web")),
+            (h1, Some(b"application/grpc-web; charset=utf-8")),
+            (h2, Some(b"application/grpc\xff")),
             (h1, None),
         ] {
             assert_eq!(
@@ -186,7 +201,7 @@ mod tests {
                 "{content_type:?}"
             );
         }
-        for (version, content_type) in [(h1, None), (h2, Some("application/grpc"))] {
+        for (version, content_type) in [(h1, None), (h2, Some(&b"application/grpc"[..]))] {
             assert_eq!(
                 answer(Method::GET, version, content_type),
                 Some(StatusCode::METHOD_NOT_ALLOWED),
@@ -194,7 +209,7 @@ mod tests {
             );
         }
         assert_eq!(
-            answer(Method::POST, h1, Some("application/grpc")),
+            answer(Method::POST, h1, Some(b"application/grpc")),
             Some(StatusCode::HTTP_VERSION_NOT_SUPPORTED)
         );
     }
