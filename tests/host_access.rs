@@ -44,7 +44,7 @@ async fn list_workspaces(
     channel: Channel,
     authorization: Option<&str>,
 ) -> Result<pb::ListWorkspacesResponse, tonic::Status> {
-    let mut request = tonic::Request::new(pb::ListWorkspacesRequest {});
+    let mut request = tonic::Request::new(pb::ListWorkspacesRequest::default());
     if let Some(value) = authorization {
         request
             .metadata_mut()

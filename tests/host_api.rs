@@ -788,7 +788,7 @@ async fn closing_a_workspace_disposes_its_sessions_and_refuses_new_ones() {
     assert_eq!(again.into_inner().stamped, 0);
     let listed = host
         .workspaces
-        .list_workspaces(pb::ListWorkspacesRequest {})
+        .list_workspaces(pb::ListWorkspacesRequest::default())
         .await
         .expect("list")
         .into_inner();
@@ -799,6 +799,62 @@ async fn closing_a_workspace_disposes_its_sessions_and_refuses_new_ones() {
             .map(|w| w.name.as_str())
             .collect::<Vec<_>>(),
         vec!["closing", "other"]
+    );
+}
+
+/// `ListWorkspaces` a page at a time (AIP-158): pages follow each other
+/// without a gap or a repeat, a workspace created between two pages comes
+/// on a later one, the last page has no next token, and without a page
+/// size everything comes at once, as before pages.
+#[tokio::test]
+async fn workspaces_come_a_page_at_a_time() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    for i in 0..5 {
+        host.create_workspace(&format!("w{i}")).await;
+    }
+    let client = host.workspaces.clone();
+    let list = |page_size: i32, page_token: &str| {
+        let request = pb::ListWorkspacesRequest {
+            page_size,
+            page_token: page_token.to_owned(),
+        };
+        let mut client = client.clone();
+        async move { client.list_workspaces(request).await }
+    };
+    let names = |page: &pb::ListWorkspacesResponse| {
+        page.workspaces
+            .iter()
+            .map(|w| w.name.clone())
+            .collect::<Vec<_>>()
+    };
+    let all = list(0, "").await.expect("everything").into_inner();
+    assert_eq!(names(&all), ["w0", "w1", "w2", "w3", "w4"]);
+    assert_eq!(all.next_page_token, "");
+
+    let first = list(2, "").await.expect("page 1").into_inner();
+    assert_eq!(names(&first), ["w0", "w1"]);
+    assert_ne!(first.next_page_token, "");
+    host.create_workspace("meanwhile").await;
+    let second = list(2, &first.next_page_token)
+        .await
+        .expect("page 2")
+        .into_inner();
+    assert_eq!(names(&second), ["w2", "w3"]);
+    let third = list(2, &second.next_page_token)
+        .await
+        .expect("page 3")
+        .into_inner();
+    assert_eq!(names(&third), ["w4", "meanwhile"]);
+    assert_eq!(third.next_page_token, "", "nothing follows");
+
+    let capped = list(i32::MAX, "").await.expect("capped").into_inner();
+    assert_eq!(capped.workspaces.len(), 6);
+    expect_status(list(-1, "").await, Code::InvalidArgument, "page_size is -1");
+    expect_status(
+        list(2, "w0").await,
+        Code::InvalidArgument,
+        "page_token is not one this service gave",
     );
 }
 
@@ -1417,7 +1473,7 @@ async fn invalid_utf8_in_a_string_field_is_refused_and_harmless() {
     }
     let workspaces = host
         .workspaces
-        .list_workspaces(pb::ListWorkspacesRequest {})
+        .list_workspaces(pb::ListWorkspacesRequest::default())
         .await
         .expect("still serving")
         .into_inner();

@@ -13,6 +13,7 @@ pub mod live_sessions;
 pub mod liveness;
 pub mod memory;
 pub mod new_session;
+pub mod paging;
 pub mod peer_owner;
 pub mod reaper;
 pub mod schema;

@@ -285,13 +285,31 @@ impl Store {
         .await
     }
 
-    /// Every workspace, oldest first.
-    pub async fn list_workspaces(&self) -> Result<Vec<WorkspaceRow>> {
-        self.run("listing workspaces", |conn| {
-            workspaces::table
+    /// Workspaces oldest first: from just after `after` (the creation time
+    /// and id of the last one a page held), at most `limit` of them.
+    pub async fn list_workspaces(
+        &self,
+        after: Option<(i64, String)>,
+        limit: Option<i64>,
+    ) -> Result<Vec<WorkspaceRow>> {
+        self.run("listing workspaces", move |conn| {
+            let mut query = workspaces::table
                 .order((workspaces::created_at, workspaces::id))
                 .select(WorkspaceRow::as_select())
-                .load(conn)
+                .into_boxed();
+            if let Some((created_at, id)) = after {
+                query = query.filter(
+                    workspaces::created_at
+                        .gt(created_at)
+                        .or(workspaces::created_at
+                            .eq(created_at)
+                            .and(workspaces::id.gt(id))),
+                );
+            }
+            if let Some(limit) = limit {
+                query = query.limit(limit);
+            }
+            query.load(conn)
         })
         .await
     }

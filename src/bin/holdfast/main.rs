@@ -442,14 +442,28 @@ async fn create_workspace(clients: &mut Clients, name: &str) -> anyhow::Result<p
         .context("the host-service returned no workspace")
 }
 
+/// Every workspace, oldest first, a page at a time (a host-service from
+/// before pages answers all at once, without a next page).
 async fn list_workspaces(clients: &mut Clients) -> anyhow::Result<Vec<pb::Workspace>> {
-    Ok(clients
-        .workspaces
-        .list_workspaces(pb::ListWorkspacesRequest {})
-        .await
-        .map_err(refused)?
-        .into_inner()
-        .workspaces)
+    const PAGE_SIZE: i32 = 1000;
+    let mut workspaces = Vec::new();
+    let mut page_token = String::new();
+    loop {
+        let page = clients
+            .workspaces
+            .list_workspaces(pb::ListWorkspacesRequest {
+                page_size: PAGE_SIZE,
+                page_token,
+            })
+            .await
+            .map_err(refused)?
+            .into_inner();
+        workspaces.extend(page.workspaces);
+        if page.next_page_token.is_empty() {
+            return Ok(workspaces);
+        }
+        page_token = page.next_page_token;
+    }
 }
 
 /// A workspace by id, or the newest open one with that name.

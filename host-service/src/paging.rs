@@ -1,0 +1,79 @@
+//! Pages of `ListWorkspaces`, as Google's API guidelines have them
+//! (AIP-158): a page size, and a token saying where the last page ended.
+//! The token names the last workspace given (its creation time and id), so
+//! a page goes on from there however many workspaces were created since.
+
+use crate::error::{Error, Result};
+use crate::validate;
+
+/// Most workspaces in one page; a larger `page_size` is taken as this.
+pub const MAX_PAGE_SIZE: usize = 1000;
+
+/// How many workspaces a request asks for: `None` for every one (0).
+pub fn page_size(asked: i32) -> Result<Option<usize>> {
+    match usize::try_from(asked) {
+        Ok(0) => Ok(None),
+        Ok(size) => Ok(Some(size.min(MAX_PAGE_SIZE))),
+        Err(_) => Err(Error::InvalidArgument(format!(
+            "page_size is {asked}; it must be 0 (every workspace) or more"
+        ))),
+    }
+}
+
+/// The token of the page after one that ended with this workspace.
+pub fn token(created_at: i64, workspace_id: &str) -> String {
+    format!("{created_at}.{workspace_id}")
+}
+
+/// Where a request's page starts: after the workspace its token names
+/// (creation time and id), or at the oldest (no token).
+pub fn after(page_token: &str) -> Result<Option<(i64, String)>> {
+    if page_token.is_empty() {
+        return Ok(None);
+    }
+    // Never echoed: a token comes back as it was given, or is not ours.
+    let not_ours = || {
+        Error::InvalidArgument(
+            "page_token is not one this service gave: pass a next_page_token back unchanged".into(),
+        )
+    };
+    let (created_at, workspace_id) = page_token.split_once('.').ok_or_else(not_ours)?;
+    let created_at = created_at.parse().map_err(|_| not_ours())?;
+    validate::id("page_token", workspace_id).map_err(|_| not_ours())?;
+    Ok(Some((created_at, workspace_id.to_owned())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_names_where_its_page_ended() {
+        let id = "0b7e5a53-6f1f-4d43-9b1e-2f8f0c1d5e6a";
+        let token = token(1_733_000_000_000_000, id);
+        assert_eq!(
+            after(&token).expect("ours"),
+            Some((1_733_000_000_000_000, id.to_owned()))
+        );
+        assert_eq!(after("").expect("the start"), None);
+        for bad in [
+            "garbage",
+            "12",
+            "x.0b7e5a53-6f1f-4d43-9b1e-2f8f0c1d5e6a",
+            "12.not-an-id",
+            "12.0B7E5A53-6F1F-4D43-9B1E-2F8F0C1D5E6A",
+        ] {
+            let refused = after(bad).expect_err(bad).to_string();
+            assert!(refused.contains("page_token is not one"), "{refused}");
+        }
+    }
+
+    #[test]
+    fn page_sizes() {
+        assert_eq!(page_size(0).expect("all"), None);
+        assert_eq!(page_size(7).expect("seven"), Some(7));
+        assert_eq!(page_size(i32::MAX).expect("capped"), Some(MAX_PAGE_SIZE));
+        let refused = page_size(-1).expect_err("negative").to_string();
+        assert!(refused.contains("page_size is -1"), "{refused}");
+    }
+}
