@@ -274,13 +274,26 @@ impl Store {
             .map_err(|source| StoreError::Query { operation, source })
     }
 
-    /// Records a new, open workspace.
-    pub async fn create_workspace(&self, row: WorkspaceRow) -> Result<WorkspaceRow> {
+    /// Records a new, open workspace. Its creation time is the row's, or
+    /// just after the newest workspace's if that is not earlier (two
+    /// creates in one microsecond, creates racing for the database, a
+    /// clock set back): creation times follow the order of creation, so
+    /// a page of `ListWorkspaces`, which goes on from the last workspace
+    /// given, can never pass over one created after it.
+    pub async fn create_workspace(&self, mut row: WorkspaceRow) -> Result<WorkspaceRow> {
         self.run("creating a workspace", move |conn| {
-            diesel::insert_into(workspaces::table)
-                .values(&row)
-                .execute(conn)?;
-            Ok(row)
+            conn.immediate_transaction(|conn| {
+                let newest: Option<i64> = workspaces::table
+                    .select(diesel::dsl::max(workspaces::created_at))
+                    .first(conn)?;
+                if let Some(newest) = newest {
+                    row.created_at = row.created_at.max(newest.saturating_add(1));
+                }
+                diesel::insert_into(workspaces::table)
+                    .values(&row)
+                    .execute(conn)?;
+                Ok(row)
+            })
         })
         .await
     }
@@ -298,12 +311,13 @@ impl Store {
                 .select(WorkspaceRow::as_select())
                 .into_boxed();
             if let Some((created_at, id)) = after {
+                // `>=` on its own, so the index starts the scan there.
                 query = query.filter(
-                    workspaces::created_at
-                        .gt(created_at)
-                        .or(workspaces::created_at
-                            .eq(created_at)
-                            .and(workspaces::id.gt(id))),
+                    workspaces::created_at.ge(created_at).and(
+                        workspaces::created_at
+                            .gt(created_at)
+                            .or(workspaces::id.gt(id)),
+                    ),
                 );
             }
             if let Some(limit) = limit {
@@ -675,5 +689,47 @@ mod tests {
             .collect();
         unsettled.sort();
         assert_eq!(unsettled, ["active", "active-stamped", "ended-stamped"]);
+    }
+
+    /// Creation times follow the order of creation whatever the clock
+    /// says, and pages go on from the last workspace given: none skipped
+    /// or repeated, one created after a page came on a later one.
+    #[tokio::test]
+    async fn workspaces_are_paged_in_the_order_they_were_made() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(&dir.path().join("holdfast.db"))
+            .await
+            .expect("open");
+        let create = |id: &str, created_at: i64| {
+            let row = WorkspaceRow {
+                id: id.into(),
+                name: id.into(),
+                created_at,
+                closed_at: None,
+            };
+            let store = store.clone();
+            async move { store.create_workspace(row).await.expect("create") }
+        };
+        // The same microsecond twice, then a clock set back: ids that sort
+        // against the order of creation.
+        assert_eq!(create("c", 100).await.created_at, 100);
+        assert_eq!(create("b", 100).await.created_at, 101);
+        assert_eq!(create("a", 50).await.created_at, 102);
+        let page = |after: Option<(i64, String)>| {
+            let store = store.clone();
+            async move {
+                let rows = store.list_workspaces(after, Some(2)).await.expect("page");
+                rows.into_iter()
+                    .map(|row| (row.created_at, row.id))
+                    .collect::<Vec<_>>()
+            }
+        };
+        let first = page(None).await;
+        assert_eq!(first, [(100, "c".into()), (101, "b".into())]);
+        // Made after the first page, its clock earlier than every other.
+        create("0", 1).await;
+        let second = page(first.last().cloned()).await;
+        assert_eq!(second, [(102, "a".into()), (103, "0".into())]);
+        assert_eq!(page(second.last().cloned()).await, []);
     }
 }

@@ -453,15 +453,21 @@ async fn list_workspaces(clients: &mut Clients) -> anyhow::Result<Vec<pb::Worksp
             .workspaces
             .list_workspaces(pb::ListWorkspacesRequest {
                 page_size: PAGE_SIZE,
-                page_token,
+                page_token: page_token.clone(),
             })
             .await
             .map_err(refused)?
             .into_inner();
-        workspaces.extend(page.workspaces);
         if page.next_page_token.is_empty() {
+            workspaces.extend(page.workspaces);
             return Ok(workspaces);
         }
+        // Each page goes on from the last: one that gave nothing or its own
+        // token again would be answered the same for ever.
+        if page.workspaces.is_empty() || page.next_page_token == page_token {
+            bail!("the host-service's ListWorkspaces pages do not go forward");
+        }
+        workspaces.extend(page.workspaces);
         page_token = page.next_page_token;
     }
 }

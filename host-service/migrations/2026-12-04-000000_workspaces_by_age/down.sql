@@ -1,0 +1,1 @@
+DROP INDEX workspaces_by_age;
