@@ -1,7 +1,7 @@
 //! One tower layer for "may this request in?", shared by both servers: the
-//! daemon's peer-uid check and the host-service's token and Host checks
-//! say who is admitted; this answers everyone else with their status
-//! before any service runs.
+//! daemon's peer-uid check, the host-service's token and Host checks and
+//! its refusal of what is not gRPC say who is admitted; this answers
+//! everyone else before any service runs.
 
 use std::task::{Context, Poll};
 
@@ -9,7 +9,28 @@ use futures_util::future::{Either, Ready, ready};
 
 /// A rule for requests: `Ok` admits, `Err` is the answer instead.
 pub trait Admit: Clone {
-    fn admit<B>(&self, request: &http::Request<B>) -> Result<(), tonic::Status>;
+    /// What a refused request is answered with: a gRPC status, or an HTTP
+    /// response of its own.
+    type Refusal;
+
+    fn admit<B>(&self, request: &http::Request<B>) -> Result<(), Self::Refusal>;
+}
+
+/// A refusal as the HTTP response that carries it.
+pub trait IntoAnswer<ResBody> {
+    fn into_answer(self) -> http::Response<ResBody>;
+}
+
+impl<ResBody: Default> IntoAnswer<ResBody> for tonic::Status {
+    fn into_answer(self) -> http::Response<ResBody> {
+        self.into_http()
+    }
+}
+
+impl<ResBody> IntoAnswer<ResBody> for http::Response<ResBody> {
+    fn into_answer(self) -> http::Response<ResBody> {
+        self
+    }
 }
 
 /// Wraps services in an [`Admit`] rule.
@@ -46,7 +67,7 @@ impl<S, A, ReqBody, ResBody> tower::Service<http::Request<ReqBody>> for Admitted
 where
     S: tower::Service<http::Request<ReqBody>, Response = http::Response<ResBody>>,
     A: Admit,
-    ResBody: Default,
+    A::Refusal: IntoAnswer<ResBody>,
 {
     type Response = S::Response;
     type Error = S::Error;
@@ -59,7 +80,7 @@ where
     fn call(&mut self, request: http::Request<ReqBody>) -> Self::Future {
         match self.rule.admit(&request) {
             Ok(()) => Either::Right(self.inner.call(request)),
-            Err(status) => Either::Left(ready(Ok(status.into_http()))),
+            Err(refusal) => Either::Left(ready(Ok(refusal.into_answer()))),
         }
     }
 }

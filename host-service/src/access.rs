@@ -129,6 +129,8 @@ impl Policy {
 }
 
 impl Admit for Policy {
+    type Refusal = tonic::Status;
+
     /// `Ok` when the request may proceed, else the status to answer.
     fn admit<B>(&self, request: &http::Request<B>) -> Result<(), tonic::Status> {
         let refused = self.check(request);

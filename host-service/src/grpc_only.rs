@@ -9,47 +9,26 @@
 //! gRPC over HTTP/1.1, which gRPC does not define and tonic does not
 //! serve, is `505 HTTP Version Not Supported`.
 
-use std::task::{Context, Poll};
-
-use futures_util::future::{Either, Ready, ready};
+use holdfast::admission::{Admit, AdmitLayer};
 use http::{HeaderValue, Method, Request, Response, StatusCode, Version, header};
 use tonic::body::Body;
 
 /// Answers what is not gRPC or grpc-web before any service sees it.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct GrpcOnlyLayer;
+pub struct GrpcOnly;
 
-impl<S> tower::Layer<S> for GrpcOnlyLayer {
-    type Service = GrpcOnly<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        GrpcOnly { inner }
+impl GrpcOnly {
+    /// The layer that applies it to every request.
+    pub fn layer() -> AdmitLayer<Self> {
+        AdmitLayer::new(Self)
     }
 }
 
-/// The service [`GrpcOnlyLayer`] makes.
-#[derive(Debug, Clone)]
-pub struct GrpcOnly<S> {
-    inner: S,
-}
+impl Admit for GrpcOnly {
+    type Refusal = Response<Body>;
 
-impl<S, B> tower::Service<Request<B>> for GrpcOnly<S>
-where
-    S: tower::Service<Request<B>, Response = Response<Body>>,
-{
-    type Response = Response<Body>;
-    type Error = S::Error;
-    type Future = Either<Ready<Result<Response<Body>, S::Error>>, S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        match refusal(&request) {
-            None => Either::Right(self.inner.call(request)),
-            Some(answer) => Either::Left(ready(Ok(answer))),
-        }
+    fn admit<B>(&self, request: &Request<B>) -> Result<(), Response<Body>> {
+        refusal(request).map_or(Ok(()), Err)
     }
 }
 

@@ -4,13 +4,57 @@
 //! a page goes on from there however many workspaces were created since.
 
 use crate::error::{Error, Result};
+use crate::store::WorkspaceRow;
 use crate::validate;
 
 /// Most workspaces in one page; a larger `page_size` is taken as this.
 pub const MAX_PAGE_SIZE: usize = 1000;
 
+/// The page a request asks for.
+#[derive(Debug)]
+pub struct Page {
+    /// The creation time and id of the workspace it follows, if any.
+    after: Option<(i64, String)>,
+    /// How many workspaces it holds at most; `None` for all.
+    size: Option<usize>,
+}
+
+impl Page {
+    /// The page of a request's `page_size` and `page_token`.
+    pub fn of(page_size: i32, page_token: &str) -> Result<Self> {
+        Ok(Self {
+            size: self::page_size(page_size)?,
+            after: after(page_token)?,
+        })
+    }
+
+    /// Where to read from: after this workspace (creation time and id).
+    pub fn after(&self) -> Option<(i64, String)> {
+        self.after.clone()
+    }
+
+    /// How many workspaces to read: one more than the page holds, which
+    /// tells whether another page follows.
+    pub fn limit(&self) -> Option<i64> {
+        self.size.map(|size| size as i64 + 1)
+    }
+
+    /// The page out of what was read up to [`Page::limit`]: its workspaces,
+    /// and the next page's token (empty when none follows).
+    pub fn cut(&self, mut rows: Vec<WorkspaceRow>) -> (Vec<WorkspaceRow>, String) {
+        let mut next_page_token = String::new();
+        if let Some(size) = self.size.filter(|&size| rows.len() > size) {
+            rows.truncate(size);
+            if let Some(last) = rows.last() {
+                next_page_token = token(last.created_at, &last.id);
+            }
+        }
+        (rows, next_page_token)
+    }
+}
+
 /// How many workspaces a request asks for: `None` for every one (0).
-pub fn page_size(asked: i32) -> Result<Option<usize>> {
+fn page_size(asked: i32) -> Result<Option<usize>> {
     match usize::try_from(asked) {
         Ok(0) => Ok(None),
         Ok(size) => Ok(Some(size.min(MAX_PAGE_SIZE))),
@@ -21,13 +65,13 @@ pub fn page_size(asked: i32) -> Result<Option<usize>> {
 }
 
 /// The token of the page after one that ended with this workspace.
-pub fn token(created_at: i64, workspace_id: &str) -> String {
+fn token(created_at: i64, workspace_id: &str) -> String {
     format!("{created_at}.{workspace_id}")
 }
 
 /// Where a request's page starts: after the workspace its token names
 /// (creation time and id), or at the oldest (no token).
-pub fn after(page_token: &str) -> Result<Option<(i64, String)>> {
+fn after(page_token: &str) -> Result<Option<(i64, String)>> {
     if page_token.is_empty() {
         return Ok(None);
     }

@@ -12,7 +12,7 @@ use crate::access::Policy;
 use crate::api::status_service_server::StatusServiceServer;
 use crate::api::terminal_service_server::TerminalServiceServer;
 use crate::api::workspace_service_server::WorkspaceServiceServer;
-use crate::grpc_only::GrpcOnlyLayer;
+use crate::grpc_only::GrpcOnly;
 use crate::peer_owner::{Connection, PeerOwner};
 use crate::service::Host;
 use crate::status::HostStatus;
@@ -43,7 +43,7 @@ pub async fn serve(
         .accept_http1(true)
         .layer(cors(cors_origins))
         // Inside CORS, so a page's refusal can be read by it.
-        .layer(GrpcOnlyLayer)
+        .layer(GrpcOnly::layer())
         .layer(tonic_web::GrpcWebLayer::new())
         // Inside grpc-web, so a refusal reaches browsers as grpc-web too.
         .layer(access.layer())

@@ -20,7 +20,7 @@ use crate::listing::{self, ListSessionsResponse, source_to_proto};
 use crate::live_sessions::{LiveSessionView, LiveSessions, Rows};
 use crate::memory::{Adoption, AttachGuard, Memory, MemorySession};
 use crate::new_session::NewSession;
-use crate::paging;
+use crate::paging::Page;
 use crate::store::{self, Insert, SessionRow, Status as RowStatus, Store, WorkspaceRow};
 use crate::stream_connections::StreamConnections;
 use crate::validate;
@@ -627,22 +627,13 @@ impl WorkspaceService for Host {
         request: Request<pb::ListWorkspacesRequest>,
     ) -> Result<Response<pb::ListWorkspacesResponse>, Status> {
         let request = request.into_inner();
-        let page_size = paging::page_size(request.page_size)?;
-        let after = paging::after(&request.page_token)?;
-        // One more than the page: whether another page follows.
-        let limit = page_size.map(|size| i64::try_from(size).unwrap_or(i64::MAX).saturating_add(1));
-        let mut rows = self
+        let page = Page::of(request.page_size, &request.page_token)?;
+        let rows = self
             .store
-            .list_workspaces(after, limit)
+            .list_workspaces(page.after(), page.limit())
             .await
             .map_err(Error::from)?;
-        let mut next_page_token = String::new();
-        if let Some(size) = page_size.filter(|&size| rows.len() > size) {
-            rows.truncate(size);
-            if let Some(last) = rows.last() {
-                next_page_token = paging::token(last.created_at, &last.id);
-            }
-        }
+        let (rows, next_page_token) = page.cut(rows);
         Ok(Response::new(pb::ListWorkspacesResponse {
             workspaces: rows.into_iter().map(workspace_to_proto).collect(),
             next_page_token,

@@ -653,19 +653,29 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn only_rows_that_may_still_change_are_unsettled() {
+    fn workspace(id: &str, created_at: i64) -> WorkspaceRow {
+        WorkspaceRow {
+            id: id.into(),
+            name: id.into(),
+            created_at,
+            closed_at: None,
+        }
+    }
+
+    /// A store on a database of its own, gone with the directory.
+    async fn temporary_store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = Store::open(&dir.path().join("holdfast.db"))
             .await
             .expect("open");
+        (dir, store)
+    }
+
+    #[tokio::test]
+    async fn only_rows_that_may_still_change_are_unsettled() {
+        let (_dir, store) = temporary_store().await;
         let workspace = store
-            .create_workspace(WorkspaceRow {
-                id: "w".into(),
-                name: "w".into(),
-                created_at: 1,
-                closed_at: None,
-            })
+            .create_workspace(workspace("w", 1))
             .await
             .expect("workspace");
         for (id, status, stamped) in [
@@ -696,17 +706,9 @@ mod tests {
     /// or repeated, one created after a page came on a later one.
     #[tokio::test]
     async fn workspaces_are_paged_in_the_order_they_were_made() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let store = Store::open(&dir.path().join("holdfast.db"))
-            .await
-            .expect("open");
+        let (_dir, store) = temporary_store().await;
         let create = |id: &str, created_at: i64| {
-            let row = WorkspaceRow {
-                id: id.into(),
-                name: id.into(),
-                created_at,
-                closed_at: None,
-            };
+            let row = workspace(id, created_at);
             let store = store.clone();
             async move { store.create_workspace(row).await.expect("create") }
         };

@@ -18,6 +18,8 @@ pub fn layer(uid: u32) -> AdmitLayer<SameUser> {
 }
 
 impl Admit for SameUser {
+    type Refusal = tonic::Status;
+
     fn admit<B>(&self, request: &http::Request<B>) -> Result<(), tonic::Status> {
         let peer_uid = request
             .extensions()
