@@ -659,6 +659,7 @@ async fn attach_replays_forwards_keys_follows_resizes_and_detaches() {
             session_id: viewer.session_id.clone(),
             cols: 101,
             rows: 31,
+            ..Default::default()
         })
         .await
         .expect("resize the viewer's terminal");
@@ -836,4 +837,116 @@ async fn the_cli_sends_the_token_from_the_environment() {
         .expect("run holdfast");
     let id = stdout_of(&admitted);
     assert_eq!(id.trim().len(), 36, "a workspace id: {id}");
+}
+
+/// `holdfast new` gives its session this shell's environment, as `nohup`
+/// would: a program on this PATH is found and a variable set here is seen,
+/// but this terminal's TERM is not the session's. `--clean-env` starts from
+/// the daemon's own, `--env` sets over either. The address may be written
+/// as grpcurl takes it, without `http://`.
+#[tokio::test]
+async fn new_passes_on_this_shell_s_environment_but_not_its_terminal() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let address = host.address.trim_start_matches("http://").to_owned();
+    let bin = tempfile::tempdir().expect("temporary dir");
+    let program = bin.path().join("only-here");
+    std::fs::write(
+        &program,
+        "#!/bin/sh\necho \"term=$TERM mine=$MINE set=$SET\"\n",
+    )
+    .expect("write the program");
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let holdfast_here = |args: &[&str]| {
+        Command::new(binary("holdfast"))
+            .args(["--addr", &address])
+            .args(args)
+            .env("PATH", &path)
+            .env("MINE", "1")
+            .env("TERM", "dumb")
+            .output()
+            .expect("run holdfast")
+    };
+    let output_of = |id: &str| stdout_of(&holdfast_here(&["logs", "--follow", id]));
+
+    let id = stdout_of(&holdfast_here(&[
+        "new",
+        "--env",
+        "SET=yes",
+        "--",
+        "only-here",
+    ]));
+    assert_eq!(
+        output_of(id.trim()),
+        "term=xterm-256color mine=1 set=yes\r\n"
+    );
+
+    let clean = holdfast_here(&["new", "--clean-env", "--", "only-here"]);
+    assert!(!clean.status.success(), "found on a PATH it was not given");
+    let said = String::from_utf8_lossy(&clean.stderr);
+    assert!(said.contains("only-here"), "{said}");
+
+    let id = stdout_of(&holdfast_here(&[
+        "new",
+        "--clean-env",
+        "--env",
+        "MINE",
+        "--",
+        "sh",
+        "-c",
+        "echo \"mine=$MINE set=$SET\"",
+    ]));
+    assert_eq!(output_of(id.trim()), "mine=1 set=\r\n");
+}
+
+/// `holdfast attach` to a session already at this terminal's size still
+/// has its program draw its screen again once the scrollback is shown
+/// (the replay may begin mid-screen), as tmux shows a whole screen.
+#[tokio::test]
+async fn attach_has_the_program_draw_its_screen_again() {
+    let (_home, mut host, workspace, target) = host_running(
+        "redraw",
+        "trap 'echo redrawn' WINCH; echo ready; while :; do sleep 0.05; done",
+    )
+    .await;
+    let (_viewer, mut screen) = viewer_of(&mut host, &workspace, &target.session_id, &[]).await;
+    let shown = receive_host_text(&mut screen, "redrawn").await;
+    assert!(shown.contains("ready"), "the scrollback first: {shown:?}");
+}
+
+/// A workspace name is one workspace to the command line: `workspace
+/// create` refuses a name an open workspace has, and a name that the API
+/// gave to two (which it allows) must be told apart by id, not guessed.
+#[tokio::test]
+async fn a_workspace_name_held_twice_is_not_guessed_at() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let address = host.address.clone();
+    let first = stdout_of(&holdfast(&address, &["workspace", "create", "dup"]));
+    let again = holdfast(&address, &["workspace", "create", "dup"]);
+    assert!(!again.status.success());
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        said.contains("already named \"dup\"") && said.contains(first.trim()),
+        "{said}"
+    );
+
+    let second = host.create_workspace("dup").await.workspace_id;
+    let ambiguous = holdfast(&address, &["ls", "--workspace", "dup"]);
+    assert!(!ambiguous.status.success());
+    let said = String::from_utf8_lossy(&ambiguous.stderr);
+    assert!(
+        said.contains("2 open workspaces are named \"dup\"")
+            && said.contains(first.trim())
+            && said.contains(&second),
+        "{said}"
+    );
+    let by_id = holdfast(&address, &["ls", "--workspace", &second]);
+    assert!(by_id.status.success(), "{by_id:?}");
 }

@@ -167,6 +167,7 @@ async fn bad_input_gets_precise_statuses() {
                 session_id: unknown,
                 cols: 80,
                 rows: 24,
+                ..Default::default()
             })
             .await,
         Code::NotFound,
@@ -217,6 +218,7 @@ async fn bad_input_gets_precise_statuses() {
                 session_id: live.session_id.clone(),
                 cols: 80,
                 rows: 0,
+                ..Default::default()
             })
             .await,
         Code::InvalidArgument,
@@ -392,6 +394,7 @@ async fn an_exited_session_takes_no_input_or_resize_but_kill_is_idempotent() {
                 session_id: id.clone(),
                 cols: 80,
                 rows: 24,
+                ..Default::default()
             })
             .await,
         Code::FailedPrecondition,
@@ -549,6 +552,7 @@ async fn every_session_rpc_refuses_every_kind_of_bad_id() {
                     session_id: session_id.clone(),
                     cols: 80,
                     rows: 24,
+                    ..Default::default()
                 })
                 .await
                 .map(drop),

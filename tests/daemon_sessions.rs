@@ -567,6 +567,43 @@ async fn resize_shows_in_stty_size() {
     assert_eq!((listed.cols, listed.rows), (123, 45));
 }
 
+/// `redraw` tells the program its size although it did not change
+/// (SIGWINCH), so that a full-screen program draws its screen again for a
+/// client that has just attached. It goes where the kernel sends a new
+/// size: to the job in the foreground, here a program started from an
+/// interactive shell (in a process group of its own), not to the shell.
+#[tokio::test]
+async fn a_resize_to_the_same_size_can_ask_for_a_redraw() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let session = spawn(&mut client, &["sh", "-i"]).await;
+    let id = session.session_id.clone();
+    let mut stream = attach(&mut client, &id, None).await;
+    let mut received = Received::default();
+    // The quotes keep the words whole only in what the program prints,
+    // not in the shell's echo of the line.
+    write(
+        &client,
+        &id,
+        "sh -c 'trap \"echo re\"\"drawn\" WINCH; echo re\"\"ady; while :; do sleep 0.05; done'\n",
+    )
+    .await;
+    receive_text(&mut stream, &mut received, "ready").await;
+    let resize = |redraw| pb::ResizeRequest {
+        session_id: id.clone(),
+        cols: session.cols,
+        rows: session.rows,
+        redraw,
+    };
+    client
+        .clone()
+        .resize(resize(true))
+        .await
+        .expect("resize to the same size");
+    receive_text(&mut stream, &mut received, "redrawn").await;
+    assert_eq!(received.text().matches("redrawn").count(), 1);
+}
+
 #[tokio::test]
 async fn kill_reports_the_signal_and_keeps_the_session_listed() {
     let daemon = Daemon::start().await;

@@ -309,6 +309,7 @@ async fn bad_input_gets_precise_statuses() {
             session_id: live.session_id.clone(),
             cols: 80,
             rows: 0,
+            ..Default::default()
         })
         .await,
         Code::InvalidArgument,
@@ -1010,6 +1011,7 @@ async fn a_session_the_daemon_forgot_is_still_told_as_exited() {
                 session_id: id.to_owned(),
                 cols: 100,
                 rows: 30,
+                ..Default::default()
             })
             .await,
         Code::FailedPrecondition,
@@ -1541,6 +1543,7 @@ async fn every_id_taking_rpc_refuses_every_kind_of_bad_id() {
                     session_id: id.clone(),
                     cols: 80,
                     rows: 24,
+                    ..Default::default()
                 })
                 .await
                 .map(drop),

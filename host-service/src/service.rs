@@ -852,6 +852,7 @@ impl TerminalService for Host {
             session_id,
             cols: request.cols,
             rows: request.rows,
+            redraw: request.redraw,
         });
         self.daemon_call("resize", client.resize(resize))
             .await

@@ -260,7 +260,9 @@ impl PtyDaemon for DaemonService {
         let request = request.into_inner();
         let session_id = validate::session_id(&request.session_id)?;
         let (cols, rows) = validate::size(request.cols, request.rows)?;
-        self.registry.get(session_id)?.resize(cols, rows)?;
+        self.registry
+            .get(session_id)?
+            .resize(cols, rows, request.redraw)?;
         Ok(Response::new(pb::ResizeResponse {}))
     }
 }

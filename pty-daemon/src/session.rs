@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use prost::bytes::Bytes;
-use rustix::process::{Pid, WaitId, WaitIdOptions};
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 use rustix::termios::Winsize;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
@@ -484,12 +484,14 @@ impl Session {
         self.input.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Changes the terminal size; the kernel sends SIGWINCH to the program.
-    pub fn resize(&self, cols: u16, rows: u16) -> Result<()> {
+    /// Changes the terminal size; the kernel sends SIGWINCH to the program
+    /// if the size changed, and with `redraw` it is sent anyway.
+    pub fn resize(&self, cols: u16, rows: u16, redraw: bool) -> Result<()> {
         let mut state = self.state();
         if state.exit.is_some() {
             return Err(Error::SessionExited(self.id.clone()));
         }
+        let unchanged = (state.cols, state.rows) == (cols, rows);
         let size = Winsize {
             ws_row: rows,
             ws_col: cols,
@@ -501,8 +503,23 @@ impl Session {
         state.cols = cols;
         state.rows = rows;
         drop(state);
+        if redraw && unchanged {
+            self.signal_foreground(Signal::WINCH);
+        }
         self.generation.bump();
         Ok(())
+    }
+
+    /// Sends `signal` to the terminal's foreground process group, as the
+    /// kernel does for a new size: the job the user sees (`vim` started
+    /// from the shell), not the shell that leads the session. Best effort:
+    /// a terminal with no foreground group has nobody to tell.
+    fn signal_foreground(&self, signal: Signal) {
+        let sent = rustix::termios::tcgetpgrp(self.master.get_ref())
+            .and_then(|group| rustix::process::kill_process_group(group, signal));
+        if let Err(error) = sent {
+            tracing::debug!(session_id = %self.id, %error, "no foreground process group to signal");
+        }
     }
 
     /// A cursor at `from_offset`, or at the oldest byte held; if `paced`,

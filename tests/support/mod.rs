@@ -289,6 +289,7 @@ pub async fn resize(client: &DaemonClient, session_id: &str, cols: u32, rows: u3
             session_id: session_id.to_owned(),
             cols,
             rows,
+            ..Default::default()
         })
         .await
         .expect("resize");

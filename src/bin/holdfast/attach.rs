@@ -138,7 +138,9 @@ pub async fn attach(
         .into_inner();
     let raw = RawMode::enter()?;
     if raw.is_some() {
-        resize_to_terminal(clients, &session_id).await;
+        // The replay may begin mid-screen: a full-screen program draws
+        // its screen again after it, as under tmux attach.
+        resize_to_terminal(clients, &session_id, true).await;
     }
     relay(clients, session_id, raw, detach_key, window_changes, stream).await
 }
@@ -228,9 +230,15 @@ async fn relay(
                 let lost = match message {
                     Some(Ok(message)) => match message.event {
                         Some(pb::attach_session_response::Event::Output(output)) => {
+                            let data = if shown_to.is_none() && output.offset > 0 {
+                                // The scrollback lost its oldest bytes.
+                                clean_start(&output.data)
+                            } else {
+                                &output.data[..]
+                            };
                             shown_to = Some(output.offset + output.data.len() as u64);
-                            screen.modes.follow(&output.data);
-                            stdout.write_all(&output.data)?;
+                            screen.modes.follow(data);
+                            stdout.write_all(data)?;
                             stdout.flush()?;
                             continue;
                         }
@@ -256,7 +264,7 @@ async fn relay(
                     Reattached::Events(events) => {
                         stream = events;
                         typing = Typing::NotYet;
-                        resize_to_terminal(clients, &session_id).await;
+                        resize_to_terminal(clients, &session_id, false).await;
                         // Keys typed meanwhile, in order.
                         held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
                     }
@@ -276,7 +284,7 @@ async fn relay(
             () = held.retry(), if held.refused() => {
                 held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
             }
-            _ = window_changes.recv() => resize_to_terminal(clients, &session_id).await,
+            _ = window_changes.recv() => resize_to_terminal(clients, &session_id, false).await,
             () = ends.recv() => break Ending::Detached,
         }
     };
@@ -693,7 +701,9 @@ fn terminal_size() -> Option<(u32, u32)> {
 }
 
 /// Gives the session this terminal's size.
-async fn resize_to_terminal(clients: &mut Clients, session_id: &str) {
+/// Sizes the session to this terminal; with `redraw` its program is told
+/// even if the size is the same (see `ResizeSessionRequest.redraw`).
+async fn resize_to_terminal(clients: &mut Clients, session_id: &str, redraw: bool) {
     let Some((cols, rows)) = terminal_size() else {
         return;
     };
@@ -703,8 +713,24 @@ async fn resize_to_terminal(clients: &mut Clients, session_id: &str) {
             session_id: session_id.to_owned(),
             cols,
             rows,
+            redraw,
         })
         .await;
+}
+
+/// `replay` from its first clean start: scrollback that has lost its
+/// oldest bytes may begin inside an escape sequence or a character, which
+/// would show as stray text or, worse, be taken as the rest of a sequence.
+/// So it is shown from the first line's end or the first escape, if either
+/// comes soon (a line or a screen update); otherwise as it is.
+fn clean_start(replay: &[u8]) -> &[u8] {
+    const LOOK: usize = 4096;
+    let soon = &replay[..replay.len().min(LOOK)];
+    match soon.iter().position(|&byte| byte == b'\n' || byte == 0x1b) {
+        Some(at) if soon[at] == b'\n' => &replay[at + 1..],
+        Some(at) => &replay[at..],
+        None => replay,
+    }
 }
 
 /// The CLI's exit status for a session's ending, as a shell gives for a
@@ -719,7 +745,20 @@ fn exit_status(code: Option<i32>, signal: Option<i32>) -> u8 {
 
 #[cfg(test)]
 mod tests {
-    use super::DetachKey;
+    use super::{DetachKey, clean_start};
+
+    #[test]
+    fn replays_that_lost_their_start_are_shown_from_a_clean_one() {
+        assert_eq!(
+            clean_start(b"0m partial\r\nwhole line\r\n"),
+            b"whole line\r\n"
+        );
+        assert_eq!(clean_start(b"5;10H\x1b[2Jscreen"), b"\x1b[2Jscreen");
+        assert_eq!(clean_start(b"\x80\x81 tail\x1b[m"), b"\x1b[m");
+        assert_eq!(clean_start(b"no boundary at all"), b"no boundary at all");
+        let far = [b"x".repeat(5000), b"\nrest".to_vec()].concat();
+        assert_eq!(clean_start(&far), &far[..], "none soon: shown as it is");
+    }
 
     #[test]
     fn detach_keys_are_control_keys_or_none() {

@@ -19,11 +19,12 @@ use crate::stdout::say;
 #[derive(Debug, Parser)]
 #[command(name = "holdfast", version)]
 struct Cli {
-    /// The host-service to talk to.
+    /// The host-service to talk to: host:port, as grpcurl takes it, or
+    /// an http:// URL.
     #[arg(
         long,
         env = "HOLDFAST_ADDR",
-        default_value = "http://127.0.0.1:7077",
+        default_value = "127.0.0.1:7077",
         global = true
     )]
     addr: String,
@@ -69,6 +70,16 @@ enum Command {
         /// `holdfast attach` does (one call: `StartSession`).
         #[arg(long, short)]
         attach: bool,
+        /// Set NAME in the session's environment; a bare NAME passes on
+        /// its value here. The session gets this shell's environment
+        /// anyway, but for the variables of this terminal (TERM and the
+        /// like: the session has a terminal of its own).
+        #[arg(long = "env", short, value_name = "NAME=VALUE")]
+        env: Vec<String>,
+        /// Start from the daemon's clean environment (PATH, HOME, USER,
+        /// SHELL, LANG, TERM) instead of this shell's, plus any --env.
+        #[arg(long)]
+        clean_env: bool,
         /// The command and its arguments.
         #[arg(last = true)]
         command: Vec<String>,
@@ -123,7 +134,7 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum WorkspaceCommand {
-    /// Create a workspace.
+    /// Create a workspace; refused while an open one has the name.
     Create {
         /// Its name.
         name: String,
@@ -144,6 +155,7 @@ const MAX_ANSWER_BYTES: usize = 256 << 20;
 const DEFAULT_WORKSPACE: &str = "default";
 
 mod attach;
+mod environment;
 mod logs;
 mod own_server;
 mod stdout;
@@ -209,6 +221,16 @@ const _: () = assert!(holdfast::small_frames::stalled_streams_fit(
     CONNECTION_WINDOW
 ));
 
+/// `addr` as a URL: a bare `host:port` (how grpcurl, buf and the README's
+/// examples take `HOLDFAST_ADDR`) is plaintext HTTP/2 there.
+fn with_scheme(addr: &str) -> String {
+    if addr.contains("://") {
+        addr.to_owned()
+    } else {
+        format!("http://{addr}")
+    }
+}
+
 async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<Clients> {
     let bearer = Bearer(
         token
@@ -219,8 +241,8 @@ async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<Clients> {
             })
             .transpose()?,
     );
-    let endpoint = Channel::from_shared(addr.to_owned())
-        .with_context(|| format!("{addr:?} is not a valid address (try http://127.0.0.1:7077)"))?
+    let endpoint = Channel::from_shared(with_scheme(addr))
+        .with_context(|| format!("{addr:?} is not a valid address (try 127.0.0.1:7077)"))?
         .connect_timeout(Duration::from_secs(3))
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
@@ -273,6 +295,16 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     let mut clients = connect(&cli.addr, cli.auth_token.as_deref()).await?;
     match cli.command {
         Command::Workspace(WorkspaceCommand::Create { name }) => {
+            let workspaces = list_workspaces(&mut clients).await?;
+            if let Some(taken) = workspaces
+                .iter()
+                .find(|w| w.name == name && w.closed_at.is_none())
+            {
+                bail!(
+                    "an open workspace is already named {name:?} ({}): `--workspace {name}` uses it",
+                    taken.workspace_id
+                );
+            }
             let workspace = create_workspace(&mut clients, &name).await?;
             say!("{}", workspace.workspace_id);
         }
@@ -309,8 +341,11 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             title,
             hidden,
             attach,
+            env,
+            clean_env,
             command,
         } => {
+            let env = environment::for_session(clean_env, &env)?;
             let workspace_id =
                 workspace_or_default(&mut clients, workspace.as_deref(), true).await?;
             let request = pb::CreateSessionRequest {
@@ -319,6 +354,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 cwd: std::env::current_dir()
                     .map(|dir| dir.to_string_lossy().into_owned())
                     .unwrap_or_default(),
+                env,
                 title,
                 listed: Some(!hidden),
                 ..Default::default()
@@ -478,14 +514,24 @@ async fn find_workspace(clients: &mut Clients, name_or_id: &str) -> anyhow::Resu
     if let Some(workspace) = workspaces.iter().find(|w| w.workspace_id == name_or_id) {
         return Ok(workspace.clone());
     }
-    match workspaces
+    let mut named: Vec<pb::Workspace> = workspaces
         .into_iter()
-        .rev()
-        .find(|w| w.name == name_or_id && w.closed_at.is_none())
-    {
-        Some(workspace) => Ok(workspace),
-        None => bail!(
+        .filter(|w| w.name == name_or_id && w.closed_at.is_none())
+        .collect();
+    match named.len() {
+        0 => bail!(
             "no open workspace is named or has the id {name_or_id:?} (see `holdfast workspace list`)"
+        ),
+        1 => Ok(named.remove(0)),
+        // The API lets two have one name; a guess could put sessions
+        // where the user never looks.
+        count => bail!(
+            "{count} open workspaces are named {name_or_id:?} ({}): name one by its id",
+            named
+                .iter()
+                .map(|w| w.workspace_id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
