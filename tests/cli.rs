@@ -950,3 +950,49 @@ async fn a_workspace_name_held_twice_is_not_guessed_at() {
     let by_id = holdfast(&address, &["ls", "--workspace", &second]);
     assert!(by_id.status.success(), "{by_id:?}");
 }
+
+/// `holdfast wait` tells how a session ended and exits as it did, as
+/// `docker wait` does; after the end, too (from the recorded exit).
+#[tokio::test]
+async fn wait_tells_how_a_session_ended() {
+    let (_home, mut host, workspace, target) = host_running("wait", "read line; exit 7").await;
+    let id = target.session_id.as_str();
+    let mut waiter = Command::new(binary("holdfast"))
+        .args(["--addr", &host.address, "wait", id])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run holdfast wait");
+    let listed = host.list(&workspace).await;
+    assert!(
+        listed
+            .sessions
+            .iter()
+            .any(|s| s.session_id == id && s.alive),
+        "running while waited for"
+    );
+    host.write_input(id, "x\n").await;
+    let status = wait_with_deadline(&mut waiter);
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut waiter.stdout.take().expect("stdout"), &mut said)
+        .expect("read");
+    assert_eq!((status.code(), said.as_str()), (Some(7), "exit 7\n"));
+
+    let again = holdfast(&host.address, &["wait", id]);
+    assert_eq!(
+        (again.status.code(), stdout_of_any(&again).as_str()),
+        (Some(7), "exit 7\n")
+    );
+
+    let signalled = host
+        .create_session(session_request(&workspace, &["sh", "-c", "kill -TERM $$"]))
+        .await;
+    let ended = holdfast(&host.address, &["wait", &signalled.session_id]);
+    assert_eq!(
+        (ended.status.code(), stdout_of_any(&ended).as_str()),
+        (Some(128 + 15), "signal 15\n")
+    );
+}
+
+fn stdout_of_any(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}

@@ -565,6 +565,7 @@ async fn look(
         session_id: session_id.to_owned(),
         from_offset,
         until_now: true,
+        ..Default::default()
     };
     let stream = host.terminals.clone().attach_session(request).await?;
     let says_so = stream.metadata().get(holdfast::proto::LOOK_METADATA);
@@ -634,6 +635,7 @@ async fn a_look_sends_the_output_so_far_and_ends_without_attaching() {
             session_id: written_once.session_id.clone(),
             from_offset: None,
             until_now: true,
+            ..Default::default()
         })
         .await
         .expect("a look")
@@ -1618,4 +1620,70 @@ async fn every_id_taking_rpc_refuses_every_kind_of_bad_id() {
             assert!(status.message().len() < 300, "{label}: a long message");
         }
     }
+}
+
+/// A watch follows the output as an onlooker: the session is not counted
+/// as attached while it is open, and its program is never held up for it.
+/// Left unread while the program writes far more than the scrollback, the
+/// watch is told what it missed, and the program runs to its exit
+/// (with a patience of ten minutes, a stream that paces the program would
+/// hold it that long).
+#[tokio::test]
+async fn a_watch_is_no_attachment_and_holds_nothing_up() {
+    let home = HostHome::new();
+    let mut host = home
+        .start_with_env(&[], &[("HOLDFAST_ATTACHER_PATIENCE_MS", "600000")])
+        .await;
+    let workspace = host.create_workspace("watch").await.workspace_id;
+    let session = host
+        .create_session(session_request(
+            &workspace,
+            &[
+                "sh",
+                "-c",
+                "read go; head -c 32000000 /dev/zero | tr '\\0' x; echo; echo done",
+            ],
+        ))
+        .await;
+    let id = session.session_id.clone();
+    let mut watch = host
+        .terminals
+        .clone()
+        .attach_session(pb::AttachSessionRequest {
+            session_id: id.clone(),
+            watch: true,
+            ..Default::default()
+        })
+        .await
+        .expect("a watch")
+        .into_inner();
+    host.write_input(&id, "go\n").await;
+    assert!(watch.message().await.expect("stream").is_some());
+    let listed = host.list(&workspace).await;
+    let shown = listed
+        .sessions
+        .iter()
+        .find(|s| s.session_id == id)
+        .expect("listed while it writes");
+    assert!(!shown.attached, "a watch is no attachment: {shown:?}");
+
+    // Unread all the while, until the program has exited.
+    host.list_until("the program to run to its exit", &workspace, |list| {
+        !list.sessions.iter().any(|s| s.session_id == id)
+    })
+    .await;
+    let (mut truncated, mut exited) = (false, None);
+    while let Some(message) = tokio::time::timeout(PATIENCE, watch.message())
+        .await
+        .expect("the watch goes on")
+        .expect("stream")
+    {
+        match message.event {
+            Some(pb::attach_session_response::Event::Truncated(_)) => truncated = true,
+            Some(pb::attach_session_response::Event::Exited(exit)) => exited = Some(exit),
+            _ => {}
+        }
+    }
+    assert!(truncated, "told what it missed");
+    assert_eq!(exited.expect("the exit").exit_code, Some(0));
 }

@@ -501,22 +501,22 @@ impl Host {
         Ok(())
     }
 
-    /// Opens the daemon's attach stream of a session (for a `look`,
-    /// unpaced). Only the opening is bounded by the operation timeout; the
+    /// Opens the daemon's attach stream of a session (for an onlooker,
+    /// a look or a watch, unpaced). Only the opening is bounded by the operation timeout; the
     /// stream itself is not.
     async fn open_stream(
         &self,
         session_id: &str,
         from_offset: Option<u64>,
-        look: bool,
+        onlooker: bool,
     ) -> Result<DaemonEvents> {
         let (mut client, slot) = self.streams.client();
         let attach = daemon::AttachRequest {
             session_id: session_id.to_owned(),
             from_offset,
-            // A look must not hold the program up (a daemon older than
-            // the field paces it, within its patience).
-            unpaced: look,
+            // A look or a watch must not hold the program up (a daemon
+            // older than the field paces it, within its patience).
+            unpaced: onlooker,
         };
         let events = self
             .daemon_call("attach", client.attach(Request::new(attach)))
@@ -761,7 +761,8 @@ impl TerminalService for Host {
     ) -> Result<Response<AttachStream>, Status> {
         let request = request.into_inner();
         let session_id = validate::id("session_id", &request.session_id)?.to_owned();
-        let open = self.open_stream(&session_id, request.from_offset, request.until_now);
+        let onlooker = request.until_now || request.watch;
+        let open = self.open_stream(&session_id, request.from_offset, onlooker);
         if request.until_now {
             let events = self.look(&session_id, request.from_offset, open).await?;
             let mut response: Response<AttachStream> =
@@ -783,6 +784,11 @@ impl TerminalService for Host {
         };
         if let Some(restored) = restored {
             self.adopt(restored).await;
+        }
+        if request.watch {
+            return Ok(Response::new(Box::pin(
+                self.relay(session_id, events, None),
+            )));
         }
         let guard = self.memory.attach(&session_id);
         let store = self.store.clone();

@@ -735,7 +735,7 @@ fn clean_start(replay: &[u8]) -> &[u8] {
 
 /// The CLI's exit status for a session's ending, as a shell gives for a
 /// command: its code, or 128 plus the signal that ended it.
-fn exit_status(code: Option<i32>, signal: Option<i32>) -> u8 {
+pub fn exit_status(code: Option<i32>, signal: Option<i32>) -> u8 {
     match (code, signal) {
         (Some(code), _) => u8::try_from(code).unwrap_or(1),
         (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),

@@ -2,7 +2,8 @@
 //! attaching to it: what it has written so far (`AttachSession` with
 //! `until_now`), or with `--follow` also what it writes next, to its exit,
 //! as `tail -f` does. Nothing is sent to the session, it is not resized,
-//! and a look does not count it as attached.
+//! and a look does not count it as attached. `holdfast wait` follows a
+//! session the same way, as an onlooker (`watch`), to tell how it ended.
 
 use std::io::{ErrorKind, StdoutLock, Write};
 use std::time::{Duration, Instant};
@@ -11,15 +12,35 @@ use futures_util::{Stream, StreamExt};
 use holdfast::proto::host::v1 as pb;
 use pb::attach_session_response::Event;
 
-use crate::attach::{REATTACH_PATIENCE, REATTACH_PAUSE_MAX, is_verdict};
+use crate::attach::{REATTACH_PATIENCE, REATTACH_PAUSE_MAX, exit_status, is_verdict};
+use crate::stdout::say;
 use crate::{Clients, refused};
 
-/// Writes the session's output to stdout; with `follow`, until it exits,
-/// going on from the last byte written across a host-service restart.
-pub async fn logs(clients: &mut Clients, session_id: String, follow: bool) -> anyhow::Result<u8> {
+/// What `logs` does with a session's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Print what it has written so far.
+    SoFar,
+    /// Print it and what it writes next, to its exit.
+    Follow,
+    /// Print nothing but how it ended, once it has.
+    Wait,
+}
+
+/// Writes the session's output to stdout as `reading` says; following,
+/// goes on from the last byte written across a host-service restart.
+/// Returns the exit status for the process: 0, or for `Wait` the
+/// session's own (its code, or 128 plus the signal that ended it).
+pub async fn logs(
+    clients: &mut Clients,
+    session_id: String,
+    reading: Reading,
+) -> anyhow::Result<u8> {
+    let follow = reading != Reading::SoFar;
     let mut out = Copy {
         stdout: std::io::stdout().lock(),
         written_to: None,
+        print: reading != Reading::Wait,
     };
     // When the host-service went away, while it is away.
     let mut missed_since: Option<Instant> = None;
@@ -29,6 +50,9 @@ pub async fn logs(clients: &mut Clients, session_id: String, follow: bool) -> an
             session_id: session_id.clone(),
             from_offset: out.written_to,
             until_now: !follow,
+            // Waiting is no reason to hold the program up, or to count it
+            // as attached; following to print it all, it is (nothing lost).
+            watch: reading == Reading::Wait,
         };
         let failure = match clients.terminals.attach_session(request).await {
             Ok(events) => {
@@ -44,7 +68,12 @@ pub async fn logs(clients: &mut Clients, session_id: String, follow: bool) -> an
                     );
                 }
                 match out.events(events.into_inner(), follow).await? {
-                    (Copied::Ended, _) => return Ok(0),
+                    (Copied::Ended(exited), _) => {
+                        return Ok(match (reading, exited) {
+                            (Reading::Wait, Some(exited)) => ended(&exited),
+                            _ => 0,
+                        });
+                    }
                     (Copied::Failed(status), received) => {
                         // Back, as far as a first event tells.
                         if received {
@@ -76,18 +105,31 @@ pub async fn logs(clients: &mut Clients, session_id: String, follow: bool) -> an
     }
 }
 
+/// Says how the session ended, as `docker wait` does, and returns the
+/// exit status that tells it.
+fn ended(exited: &pb::Exited) -> u8 {
+    match (exited.exit_code, exited.signal) {
+        (Some(code), _) => say!("exit {code}"),
+        (None, Some(signal)) => say!("signal {signal}"),
+        (None, None) => say!("ended"),
+    }
+    exit_status(exited.exit_code, exited.signal)
+}
+
 /// Output written to stdout so far.
 struct Copy {
     stdout: StdoutLock<'static>,
     /// Where it ends, to go on from there.
     written_to: Option<u64>,
+    /// Whether the output is written, or only followed.
+    print: bool,
 }
 
 /// How copying one stream ended.
 enum Copied {
-    /// All there was to write is written: the session exited, or the look
-    /// is over.
-    Ended,
+    /// All there was to write is written: the session exited (how, if
+    /// the stream said), or the look is over.
+    Ended(Option<pb::Exited>),
     /// The stream failed (or, followed, ended without the exit).
     Failed(tonic::Status),
 }
@@ -115,13 +157,16 @@ impl Copy {
                         "the host-service ended the stream",
                     ));
                 }
-                None => break Copied::Ended,
+                None => break Copied::Ended(None),
             };
             match event {
                 Some(Event::Output(output)) => {
                     self.written_to = Some(output.offset + output.data.len() as u64);
-                    self.write(&output.data)?;
+                    if self.print {
+                        self.write(&output.data)?;
+                    }
                 }
+                Some(Event::Truncated(gap)) if !self.print => self.written_to = Some(gap.to_offset),
                 Some(Event::Truncated(gap)) => {
                     self.written_to = Some(gap.to_offset);
                     self.flush()?;
@@ -130,7 +175,7 @@ impl Copy {
                         gap.to_offset - gap.from_offset
                     );
                 }
-                Some(Event::Exited(_)) => break Copied::Ended,
+                Some(Event::Exited(exited)) => break Copied::Ended(Some(exited)),
                 Some(Event::Title(_)) | None => {}
             }
         };

@@ -122,6 +122,13 @@ enum Command {
         #[arg(long, short)]
         follow: bool,
     },
+    /// Wait for a session to end; print how (`exit 0`, `signal 15`) and
+    /// exit as it did (128 + the signal), as `docker wait` does. Waiting
+    /// does not count it as attached or hold its program up.
+    Wait {
+        /// The session id.
+        id: String,
+    },
     /// Show whether the host-service and its daemon are up, with versions,
     /// pids and paths.
     Status,
@@ -450,7 +457,15 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             }
         }
         Command::Attach { id } => return attach::attach(&mut clients, id, cli.detach_key).await,
-        Command::Logs { id, follow } => return logs::logs(&mut clients, id, follow).await,
+        Command::Logs { id, follow } => {
+            let reading = if follow {
+                logs::Reading::Follow
+            } else {
+                logs::Reading::SoFar
+            };
+            return logs::logs(&mut clients, id, reading).await;
+        }
+        Command::Wait { id } => return logs::logs(&mut clients, id, logs::Reading::Wait).await,
         Command::Kill { id } => {
             clients
                 .terminals
