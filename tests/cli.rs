@@ -996,3 +996,57 @@ async fn wait_tells_how_a_session_ended() {
 fn stdout_of_any(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
+
+/// A session is shown by the command it runs (its title, until the
+/// program sets one) and found by a unique start of its id or by its
+/// title, as docker finds containers; two of a title are not guessed at.
+#[tokio::test]
+async fn sessions_are_found_by_a_start_of_their_id_or_by_title() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let address = host.address.clone();
+    let new = |args: &[&str]| {
+        let mut argv = vec!["new"];
+        argv.extend(args);
+        stdout_of(&holdfast(&address, &argv)).trim().to_owned()
+    };
+    let reader = new(&["--", "sh", "-c", "read x; echo got:$x"]);
+    let worker = new(&["--title", "worker", "--", "sleep", "1000"]);
+    let twins = [
+        new(&["--title", "twin", "--", "sleep", "1000"]),
+        new(&["--title", "twin", "--", "sleep", "1000"]),
+    ];
+
+    let listed: serde_json::Value =
+        serde_json::from_str(&stdout_of(&holdfast(&address, &["ls", "--json"]))).expect("json");
+    let title_of = |id: &str| {
+        listed["sessions"]
+            .as_array()
+            .expect("sessions")
+            .iter()
+            .find(|s| s["session_id"] == id)
+            .map(|s| s["title"].clone())
+    };
+    assert_eq!(
+        title_of(&reader),
+        Some(serde_json::json!("sh -c 'read x; echo got:$x'"))
+    );
+
+    let killed = stdout_of(&holdfast(&address, &["kill", "worker"]));
+    assert_eq!(killed.trim(), format!("disposed {worker}"));
+    stdout_of(&holdfast(&address, &["send", &reader[..8], "hi\n"]));
+    let followed = stdout_of(&holdfast(&address, &["logs", "--follow", &reader]));
+    assert!(followed.contains("got:hi"), "{followed:?}");
+
+    let ambiguous = holdfast(&address, &["kill", "twin"]);
+    assert!(!ambiguous.status.success());
+    let said = String::from_utf8_lossy(&ambiguous.stderr);
+    assert!(
+        said.contains("2 live sessions match \"twin\"")
+            && twins.iter().all(|id| said.contains(id.as_str())),
+        "{said}"
+    );
+    let unknown = holdfast(&address, &["attach", "zzz"]);
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no live session's id starts with"));
+}

@@ -60,7 +60,7 @@ enum Command {
         /// Workspace name or id [default: "default", created if missing].
         #[arg(long, short)]
         workspace: Option<String>,
-        /// Title shown until the program sets one.
+        /// Title shown until the program sets one [default: the command].
         #[arg(long, short)]
         title: Option<String>,
         /// Keep it out of lists (e.g. a teardown runner).
@@ -101,7 +101,7 @@ enum Command {
     },
     /// Send text to a session's input, as if typed (`\n` is not added).
     Send {
-        /// The session id.
+        /// The session: its id, a unique start of it, or its title.
         id: String,
         /// The text.
         text: String,
@@ -109,13 +109,13 @@ enum Command {
     /// Attach this terminal to a session: output (scrollback first) and
     /// keystrokes; Ctrl-] detaches and leaves it running.
     Attach {
-        /// The session id.
+        /// The session: its id, a unique start of it, or its title.
         id: String,
     },
     /// Print a session's output so far, as its program wrote it, without
     /// attaching to it; `-f` follows it to its exit.
     Logs {
-        /// The session id.
+        /// The session: its id, a unique start of it, or its title.
         id: String,
         /// Go on printing what it writes next, until it exits, as `tail
         /// -f` does (this counts it as attached).
@@ -126,7 +126,7 @@ enum Command {
     /// exit as it did (128 + the signal), as `docker wait` does. Waiting
     /// does not count it as attached or hold its program up.
     Wait {
-        /// The session id.
+        /// The session: its id, a unique start of it, or its title.
         id: String,
     },
     /// Show whether the host-service and its daemon are up, with versions,
@@ -134,7 +134,7 @@ enum Command {
     Status,
     /// Dispose of a session: it is killed and never listed again.
     Kill {
-        /// The session id.
+        /// The session: its id, a unique start of it, or its title.
         id: String,
     },
 }
@@ -164,6 +164,7 @@ const DEFAULT_WORKSPACE: &str = "default";
 mod attach;
 mod environment;
 mod logs;
+mod naming;
 mod own_server;
 mod stdout;
 mod terminal_modes;
@@ -353,6 +354,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             command,
         } => {
             let env = environment::for_session(clean_env, &env)?;
+            let title = title.or_else(|| naming::title_of(&command));
             let workspace_id =
                 workspace_or_default(&mut clients, workspace.as_deref(), true).await?;
             let request = pb::CreateSessionRequest {
@@ -415,6 +417,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             }
         }
         Command::Send { id, text } => {
+            let id = naming::session_id(&mut clients, &id).await?;
             clients
                 .terminals
                 .write_input(pb::WriteInputRequest {
@@ -456,17 +459,25 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 return Ok(1);
             }
         }
-        Command::Attach { id } => return attach::attach(&mut clients, id, cli.detach_key).await,
+        Command::Attach { id } => {
+            let id = naming::session_id(&mut clients, &id).await?;
+            return attach::attach(&mut clients, id, cli.detach_key).await;
+        }
         Command::Logs { id, follow } => {
             let reading = if follow {
                 logs::Reading::Follow
             } else {
                 logs::Reading::SoFar
             };
+            let id = naming::session_id(&mut clients, &id).await?;
             return logs::logs(&mut clients, id, reading).await;
         }
-        Command::Wait { id } => return logs::logs(&mut clients, id, logs::Reading::Wait).await,
+        Command::Wait { id } => {
+            let id = naming::session_id(&mut clients, &id).await?;
+            return logs::logs(&mut clients, id, logs::Reading::Wait).await;
+        }
         Command::Kill { id } => {
+            let id = naming::session_id(&mut clients, &id).await?;
             clients
                 .terminals
                 .dispose_session(pb::DisposeSessionRequest {

@@ -1,0 +1,115 @@
+//! How people name sessions at a terminal: a session is shown by the
+//! command it runs (the title `holdfast new` gives it, until the program
+//! sets one), and found by a unique start of its id or by its title, as
+//! docker finds containers by a start of their id or by name. Scripts can
+//! go on writing whole ids, which are taken as they are.
+
+use anyhow::bail;
+use holdfast::proto::host::v1 as pb;
+
+use crate::{Clients, list_workspaces, refused};
+
+/// Longest title the host-service takes, in characters.
+const TITLE_CHARS: usize = 200;
+
+/// The title for a session running `command`: the command as typed (quoted
+/// where a shell would need it), with what no title may hold (control
+/// characters, and whatever could hide or reorder text around it) shown as
+/// `?`, cut to the length titles may have. None for the login shell, which
+/// names itself.
+pub fn title_of(command: &[String]) -> Option<String> {
+    let typed = shlex::try_join(command.iter().map(String::as_str)).ok()?;
+    let shown: String = typed
+        .chars()
+        .map(|c| {
+            if c.is_control() || !(c.is_ascii() || c.is_alphanumeric()) {
+                '?'
+            } else {
+                c
+            }
+        })
+        .take(TITLE_CHARS)
+        .collect();
+    (!shown.is_empty()).then_some(shown)
+}
+
+/// The id of the session `given` names: a whole id as it is, else the one
+/// live session, in any open workspace, whose id starts with `given` or
+/// whose title is `given`.
+pub async fn session_id(clients: &mut Clients, given: &str) -> anyhow::Result<String> {
+    if uuid::Uuid::try_parse(given).is_ok() {
+        return Ok(given.to_owned());
+    }
+    if given.is_empty() {
+        bail!("name a session by its id, the start of it, or its title");
+    }
+    let mut found: Vec<pb::Session> = Vec::new();
+    for workspace in list_workspaces(clients).await? {
+        if workspace.closed_at.is_some() {
+            continue;
+        }
+        let list = clients
+            .terminals
+            .list_sessions(pb::ListSessionsRequest {
+                workspace_id: workspace.workspace_id,
+                ..Default::default()
+            })
+            .await
+            .map_err(refused)?
+            .into_inner();
+        let prefix = given.to_ascii_lowercase();
+        found.extend(
+            list.sessions
+                .into_iter()
+                .filter(|s| s.session_id.starts_with(&prefix) || s.title == given),
+        );
+    }
+    match found.len() {
+        1 => Ok(found.remove(0).session_id),
+        0 => bail!(
+            "no live session's id starts with {given:?} or has it as its title (see `holdfast ls`; \
+             a session that has ended is named by its whole id)"
+        ),
+        count => bail!(
+            "{count} live sessions match {given:?}: {}; give more of the id",
+            found
+                .iter()
+                .map(|s| format!("{} ({})", s.session_id, s.title))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::title_of;
+
+    fn title(command: &[&str]) -> Option<String> {
+        title_of(&command.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn a_session_is_titled_by_its_command_as_typed() {
+        assert_eq!(title(&["make", "-j2"]).as_deref(), Some("make -j2"));
+        assert_eq!(
+            title(&["sh", "-c", "echo hi; sleep 1"]).as_deref(),
+            Some("sh -c 'echo hi; sleep 1'")
+        );
+        assert_eq!(title(&[]), None, "the login shell names itself");
+    }
+
+    #[test]
+    fn what_no_title_may_hold_is_shown_as_a_question_mark() {
+        assert_eq!(
+            title(&["printf", "a\u{202E}b"]).as_deref(),
+            Some("printf 'a?b'")
+        );
+        assert_eq!(title(&["é"]).as_deref(), Some("'é'"), "letters stay");
+        assert!(title(&["echo", "a\nb"]).expect("a title").contains("a?b"));
+        assert_eq!(
+            title(&[&"x".repeat(300)]).expect("a title").chars().count(),
+            200
+        );
+    }
+}
