@@ -1050,3 +1050,41 @@ async fn sessions_are_found_by_a_start_of_their_id_or_by_title() {
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no live session's id starts with"));
 }
+
+/// `kill -s TERM -t 10` gives a program that shuts down cleanly its
+/// signal and time, as `docker stop -t` does.
+#[tokio::test]
+async fn kill_sends_the_signal_it_is_given() {
+    use holdfast::proto::host::v1::attach_session_response::Event;
+    let (_home, host, _workspace, target) = host_running(
+        "kill",
+        "trap 'exit 42' TERM; echo ready; while :; do sleep 0.05; done",
+    )
+    .await;
+    let id = target.session_id.as_str();
+    let mut screen = host.attach(id, None).await;
+    receive_host_text(&mut screen, "ready").await;
+    let bogus = holdfast(&host.address, &["kill", "-s", "USR9", id]);
+    assert!(!bogus.status.success());
+    assert!(
+        String::from_utf8_lossy(&bogus.stderr).contains("is not HUP, INT, QUIT, TERM or KILL"),
+        "{bogus:?}"
+    );
+
+    let killed = stdout_of(&holdfast(
+        &host.address,
+        &["kill", "-s", "term", "-t", "10", id],
+    ));
+    assert_eq!(killed.trim(), format!("disposed {id}"));
+    let exited = loop {
+        let message = tokio::time::timeout(PATIENCE, screen.message())
+            .await
+            .expect("the exit comes")
+            .expect("stream")
+            .expect("the stream ends with the exit");
+        if let Some(Event::Exited(exited)) = message.event {
+            break exited;
+        }
+    };
+    assert_eq!((exited.exit_code, exited.signal), (Some(42), None));
+}

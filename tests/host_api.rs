@@ -328,6 +328,7 @@ async fn bad_input_gets_precise_statuses() {
     expect_status(
         t.dispose_session(pb::DisposeSessionRequest {
             session_id: unknown,
+            ..Default::default()
         })
         .await,
         Code::NotFound,
@@ -689,6 +690,7 @@ async fn a_look_sends_the_output_so_far_and_ends_without_attaching() {
     host.terminals
         .dispose_session(pb::DisposeSessionRequest {
             session_id: silent.session_id.clone(),
+            ..Default::default()
         })
         .await
         .expect("dispose");
@@ -708,6 +710,7 @@ async fn dispose_stamps_once_kills_and_hides_for_good() {
         .await;
     let dispose = pb::DisposeSessionRequest {
         session_id: session.session_id.clone(),
+        ..Default::default()
     };
     let first = host
         .terminals
@@ -1554,6 +1557,7 @@ async fn every_id_taking_rpc_refuses_every_kind_of_bad_id() {
                 "DisposeSession",
                 t.dispose_session(pb::DisposeSessionRequest {
                     session_id: id.clone(),
+                    ..Default::default()
                 })
                 .await
                 .map(drop),
@@ -1686,4 +1690,87 @@ async fn a_watch_is_no_attachment_and_holds_nothing_up() {
     }
     assert!(truncated, "told what it missed");
     assert_eq!(exited.expect("the exit").exit_code, Some(0));
+}
+
+/// A disposal may name its first signal and grace period, as `docker stop
+/// -t` does: a program that shuts down cleanly on SIGTERM, taking a few
+/// seconds, is given them, and the reaper (here every second) leaves a
+/// disposal under way to the daemon instead of cutting its grace short.
+/// A second disposal sends its own signal: SIGKILL ends a slow one at once.
+#[tokio::test]
+async fn a_disposal_can_give_a_signal_and_time_to_shut_down() {
+    let home = HostHome::new();
+    let mut host = home.start(&["--reap-interval-secs", "1"]).await;
+    let workspace = host.create_workspace("graceful").await.workspace_id;
+    let client = holdfast::daemon_client::connect(&home.socket(), Duration::from_secs(5))
+        .await
+        .expect("daemon");
+    let script = "trap 'sleep 3; exit 42' TERM; echo ready; while :; do sleep 0.05; done";
+    let [clean, stubborn] = host
+        .create_sessions(&workspace, [&["sh", "-c", script], &["sh", "-c", script]])
+        .await;
+    for session in [&clean, &stubborn] {
+        let mut output = host.attach(&session.session_id, None).await;
+        receive_host_text(&mut output, "ready").await;
+    }
+    let terminals = host.terminals.clone();
+    let dispose = |session: &pb::Session, signal: pb::Signal, grace_ms: Option<u32>| {
+        let mut terminals = terminals.clone();
+        let request = pb::DisposeSessionRequest {
+            session_id: session.session_id.clone(),
+            signal: signal.into(),
+            grace_ms,
+        };
+        async move { terminals.dispose_session(request).await.map(drop) }
+    };
+
+    dispose(&clean, pb::Signal::Term, Some(10_000))
+        .await
+        .expect("dispose with SIGTERM");
+    dispose(&stubborn, pb::Signal::Term, Some(10_000))
+        .await
+        .expect("dispose with SIGTERM");
+    dispose(&stubborn, pb::Signal::Kill, None)
+        .await
+        .expect("then with SIGKILL");
+    let killed = exited(&client, &stubborn.session_id).await;
+    assert_eq!(killed.signal, Some(9), "{killed:?}");
+    let ended = exited(&client, &clean.session_id).await;
+    assert_eq!(
+        (ended.exit_code, ended.signal),
+        (Some(42), None),
+        "its clean shutdown ran to its end: {ended:?}"
+    );
+
+    let untouched = host
+        .create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+    let refused = dispose(&untouched, pb::Signal::Term, Some(600_001)).await;
+    expect_status(
+        refused,
+        Code::InvalidArgument,
+        "grace_ms is 600001; the limit is 600000",
+    );
+    let refused = terminals
+        .clone()
+        .dispose_session(pb::DisposeSessionRequest {
+            session_id: untouched.session_id.clone(),
+            signal: 10,
+            grace_ms: None,
+        })
+        .await
+        .map(drop);
+    expect_status(
+        refused,
+        Code::InvalidArgument,
+        "signal 10 is not one a disposal sends",
+    );
+    assert!(
+        host.list(&workspace)
+            .await
+            .sessions
+            .iter()
+            .any(|s| s.session_id == untouched.session_id),
+        "a refused disposal stamps nothing"
+    );
 }

@@ -120,6 +120,7 @@ impl World {
                     .terminals
                     .dispose_session(pb::DisposeSessionRequest {
                         session_id: self.sessions[i].id.clone(),
+                        ..Default::default()
                     })
                     .await
                     .expect("dispose");

@@ -51,6 +51,7 @@ async fn background_sessions_survive_host_restarts_in_every_list() {
     host.terminals
         .dispose_session(pb::DisposeSessionRequest {
             session_id: doomed.session_id.clone(),
+            ..Default::default()
         })
         .await
         .expect("dispose");
@@ -296,7 +297,10 @@ async fn a_session_disposed_while_being_adopted_is_never_listed_again() {
         let session_id = session.clone();
         async move {
             terminals
-                .dispose_session(pb::DisposeSessionRequest { session_id })
+                .dispose_session(pb::DisposeSessionRequest {
+                    session_id,
+                    ..Default::default()
+                })
                 .await
         }
     });

@@ -70,6 +70,7 @@ impl NewSession {
             exit_code: None,
             exit_signal: None,
             dispose_requested_at: None,
+            dispose_deadline: None,
         };
         let spawn = daemon::SpawnRequest {
             session_id: new.id.clone(),

@@ -101,6 +101,10 @@ impl Reaper {
                 continue;
             }
             let stamped = match rows_by_id.get(id) {
+                // A disposal under way (its grace period, then the
+                // daemon's SIGKILL) is the daemon's to finish: a second
+                // kill would cut a long grace short.
+                Some(row) if row.is_stamped() && !row.is_overdue(listed_at) => continue,
                 // Only a stamp condemns a session with a row.
                 Some(row) => row.is_stamped(),
                 // Not in the snapshot: settled (ended, or disposed), or

@@ -26,6 +26,7 @@ diesel::table! {
         exit_code -> Nullable<Integer>,
         exit_signal -> Nullable<Integer>,
         dispose_requested_at -> Nullable<BigInt>,
+        dispose_deadline -> Nullable<BigInt>,
     }
 }
 

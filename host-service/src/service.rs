@@ -21,7 +21,9 @@ use crate::live_sessions::{LiveSessionView, LiveSessions, Rows};
 use crate::memory::{Adoption, AttachGuard, Memory, MemorySession};
 use crate::new_session::NewSession;
 use crate::paging::Page;
-use crate::store::{self, Insert, SessionRow, Status as RowStatus, Store, WorkspaceRow};
+use crate::store::{
+    self, DEFAULT_DISPOSE_GRACE, Insert, SessionRow, Status as RowStatus, Store, WorkspaceRow,
+};
 use crate::stream_connections::StreamConnections;
 use crate::validate;
 use crate::workspaces::KnownWorkspaces;
@@ -179,10 +181,27 @@ impl Host {
     /// Every caller has stamped the row first (or has none), so the reaper
     /// ends the session if this fails.
     async fn kill(&self, session_id: &str) -> Result<()> {
+        self.kill_with(
+            session_id,
+            daemon::Signal::Unspecified,
+            DEFAULT_DISPOSE_GRACE,
+        )
+        .await
+    }
+
+    /// [`Self::kill`] with `signal` first, and SIGKILL after `grace`.
+    async fn kill_with(
+        &self,
+        session_id: &str,
+        signal: daemon::Signal,
+        grace: Duration,
+    ) -> Result<()> {
         let mut client = self.daemon.clone();
         let kill = self.request(daemon::KillRequest {
             session_id: session_id.to_owned(),
-            ..Default::default()
+            signal: signal.into(),
+            // Within validate::MAX_GRACE_MS, or the default.
+            grace_ms: Some(u32::try_from(grace.as_millis()).unwrap_or(validate::MAX_GRACE_MS)),
         });
         self.daemon_call("kill", client.kill(kill)).await.map(drop)
     }
@@ -439,17 +458,24 @@ impl Host {
 
     /// Disposes of a session (`DisposeSession`): stamps its row, forgets
     /// it, and has the daemon kill it.
-    async fn dispose(&self, session_id: String) -> Result<pb::DisposeSessionResponse> {
+    async fn dispose(
+        &self,
+        session_id: String,
+        signal: daemon::Signal,
+        grace: Duration,
+    ) -> Result<pb::DisposeSessionResponse> {
         let now = store::micros(SystemTime::now());
         // Stamp first: from here on it is never listed, whatever happens next.
         let stamp = self
             .store
-            .stamp_dispose(&session_id, now)
+            .stamp_dispose(&session_id, now, grace)
             .await
             .map_err(Error::from)?
             .ok_or_else(|| Error::SessionNotFound(session_id.clone()))?;
         self.memory.remove(&session_id);
-        match self.kill(&session_id).await {
+        // Each disposal sends its own signal, as `docker kill` after a
+        // `docker stop` does: a SIGKILL need not wait out an earlier grace.
+        match self.kill_with(&session_id, signal, grace).await {
             // The exit, when the daemon reports it, marks the row disposed.
             Ok(_) => {}
             Err(Error::Daemon(status)) if status.code() == tonic::Code::NotFound => {
@@ -875,8 +901,10 @@ impl TerminalService for Host {
     ) -> Result<Response<pb::DisposeSessionResponse>, Status> {
         let request = request.into_inner();
         let session_id = validate::id("session_id", &request.session_id)?.to_owned();
+        let (signal, grace) = validate::disposal(request.signal, request.grace_ms)?;
         let host = self.clone();
-        let disposed = to_completion(async move { host.dispose(session_id).await }).await?;
+        let disposed =
+            to_completion(async move { host.dispose(session_id, signal, grace).await }).await?;
         Ok(Response::new(disposed))
     }
 }

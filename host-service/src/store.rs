@@ -144,6 +144,9 @@ pub struct SessionRow {
     pub exit_signal: Option<i32>,
     /// When disposal was first requested, µs since the epoch.
     pub dispose_requested_at: Option<i64>,
+    /// When that disposal's grace period ends, µs since the epoch; `None`
+    /// means [`DEFAULT_DISPOSE_GRACE`] after the stamp.
+    pub dispose_deadline: Option<i64>,
 }
 
 impl SessionRow {
@@ -156,6 +159,29 @@ impl SessionRow {
     pub fn is_stamped(&self) -> bool {
         self.dispose_requested_at.is_some()
     }
+
+    /// Whether a stamped session still running at `now` (µs) has outlived
+    /// its disposal: its grace period is over, and the daemon's SIGKILL
+    /// has had [`DISPOSE_SETTLING`] to end it. Until then a disposal under
+    /// way is left alone, so a long grace is not cut short.
+    pub fn is_overdue(&self, now: i64) -> bool {
+        let Some(stamped) = self.dispose_requested_at else {
+            return false;
+        };
+        let deadline = self
+            .dispose_deadline
+            .unwrap_or_else(|| stamped.saturating_add(duration_micros(DEFAULT_DISPOSE_GRACE)));
+        now >= deadline.saturating_add(duration_micros(DISPOSE_SETTLING))
+    }
+}
+
+/// The grace period of a disposal that names none: the daemon's default.
+pub const DEFAULT_DISPOSE_GRACE: Duration = Duration::from_secs(1);
+/// How long after a disposal's deadline its session may take to go.
+const DISPOSE_SETTLING: Duration = Duration::from_secs(2);
+
+fn duration_micros(duration: Duration) -> i64 {
+    i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
 }
 
 /// What became of a session insert.
@@ -466,10 +492,12 @@ impl Store {
         .await
     }
 
-    /// Stamps a session for disposal; the first stamp wins. Returns the
-    /// stamp in force, or `None` if there is no such session.
-    pub async fn stamp_dispose(&self, id: &str, now: i64) -> Result<Option<i64>> {
+    /// Stamps a session for disposal, with the end of its `grace` period;
+    /// the first stamp wins. Returns the stamp in force, or `None` if there
+    /// is no such session.
+    pub async fn stamp_dispose(&self, id: &str, now: i64, grace: Duration) -> Result<Option<i64>> {
         let id = id.to_owned();
+        let deadline = now.saturating_add(duration_micros(grace));
         self.run("stamping a session for disposal", move |conn| {
             conn.immediate_transaction(|conn| {
                 diesel::update(
@@ -477,7 +505,10 @@ impl Store {
                         .find(&id)
                         .filter(terminal_sessions::dispose_requested_at.is_null()),
                 )
-                .set(terminal_sessions::dispose_requested_at.eq(now))
+                .set((
+                    terminal_sessions::dispose_requested_at.eq(now),
+                    terminal_sessions::dispose_deadline.eq(deadline),
+                ))
                 .execute(conn)?;
                 terminal_sessions::table
                     .find(&id)
@@ -650,7 +681,22 @@ mod tests {
             exit_code: None,
             exit_signal: None,
             dispose_requested_at: stamped.then_some(3),
+            dispose_deadline: None,
         }
+    }
+
+    #[test]
+    fn a_disposal_is_overdue_only_after_its_grace_and_settling() {
+        let second = 1_000_000;
+        let mut stamped = row("s", "w", Status::Active, true);
+        stamped.dispose_requested_at = Some(10 * second);
+        // The default grace (1 s) and the settling (2 s).
+        assert!(!stamped.is_overdue(13 * second - 1));
+        assert!(stamped.is_overdue(13 * second));
+        stamped.dispose_deadline = Some(40 * second);
+        assert!(!stamped.is_overdue(41 * second));
+        assert!(stamped.is_overdue(42 * second));
+        assert!(!row("u", "w", Status::Active, false).is_overdue(i64::MAX));
     }
 
     fn workspace(id: &str, created_at: i64) -> WorkspaceRow {

@@ -1,6 +1,12 @@
 //! Checks on request fields.
 
+use std::time::Duration;
+
+use holdfast::proto::daemon::v1 as daemon;
+use holdfast::proto::host::v1 as pb;
+
 use crate::error::{Error, Result};
+use crate::store::DEFAULT_DISPOSE_GRACE;
 
 /// Longest workspace name or session title accepted, in characters.
 pub const MAX_NAME_CHARS: usize = 200;
@@ -8,6 +14,10 @@ pub const MAX_NAME_CHARS: usize = 200;
 pub const MAX_WRITE_BYTES: usize = 1 << 20;
 /// Largest terminal dimension, in cells.
 pub const MAX_DIMENSION: u32 = 10_000;
+
+/// Longest grace period a disposal may give, in milliseconds (the
+/// daemon's limit: ten minutes).
+pub const MAX_GRACE_MS: u32 = 600_000;
 
 /// Longest id considered (and echoed in an error); a UUID is 36 characters.
 const MAX_ID_BYTES: usize = 64;
@@ -84,6 +94,34 @@ fn is_hidden_or_reordering(c: char) -> bool {
             | '\u{FEFF}'
             | '\u{FFF9}'..='\u{FFFB}'
     )
+}
+
+/// A disposal's first signal, as the daemon takes it, and its grace
+/// period (the default if none is given; none for SIGKILL, which leaves
+/// nothing to wait for).
+pub fn disposal(signal: i32, grace_ms: Option<u32>) -> Result<(daemon::Signal, Duration)> {
+    let signal = pb::Signal::try_from(signal).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "signal {signal} is not one a disposal sends: SIGNAL_HUP (the default), SIGNAL_INT, \
+             SIGNAL_QUIT, SIGNAL_TERM or SIGNAL_KILL"
+        ))
+    })?;
+    let grace = match grace_ms {
+        None => DEFAULT_DISPOSE_GRACE,
+        Some(ms) if ms <= MAX_GRACE_MS => Duration::from_millis(ms.into()),
+        Some(ms) => {
+            return Err(Error::InvalidArgument(format!(
+                "grace_ms is {ms}; the limit is {MAX_GRACE_MS} (ten minutes)"
+            )));
+        }
+    };
+    Ok(match signal {
+        pb::Signal::Unspecified | pb::Signal::Hup => (daemon::Signal::Hup, grace),
+        pb::Signal::Int => (daemon::Signal::Int, grace),
+        pb::Signal::Quit => (daemon::Signal::Quit, grace),
+        pb::Signal::Term => (daemon::Signal::Term, grace),
+        pb::Signal::Kill => (daemon::Signal::Kill, Duration::ZERO),
+    })
 }
 
 /// Terminal sizes: 1 to 10,000 each way.

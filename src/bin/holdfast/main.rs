@@ -132,10 +132,21 @@ enum Command {
     /// Show whether the host-service and its daemon are up, with versions,
     /// pids and paths.
     Status,
-    /// Dispose of a session: it is killed and never listed again.
+    /// Dispose of a session: it is killed and never listed again. Its
+    /// programs get SIGHUP (as when a terminal closes), then SIGKILL for
+    /// what is left after 1 s, unless told otherwise (`-s TERM -t 30`, as
+    /// `docker stop -t 30` gives).
     Kill {
         /// The session: its id, a unique start of it, or its title.
         id: String,
+        /// The signal to send first: HUP, INT, QUIT, TERM or KILL (a
+        /// number or a SIG name works too).
+        #[arg(long, short, value_parser = parse_signal, default_value = "HUP")]
+        signal: pb::Signal,
+        /// Seconds its programs have to exit before SIGKILL (up to 600).
+        #[arg(long = "time", short = 't', value_name = "SECONDS",
+              value_parser = clap::value_parser!(u32).range(0..=600))]
+        time: Option<u32>,
     },
 }
 
@@ -476,12 +487,14 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             let id = naming::session_id(&mut clients, &id).await?;
             return logs::logs(&mut clients, id, logs::Reading::Wait).await;
         }
-        Command::Kill { id } => {
+        Command::Kill { id, signal, time } => {
             let id = naming::session_id(&mut clients, &id).await?;
             clients
                 .terminals
                 .dispose_session(pb::DisposeSessionRequest {
                     session_id: id.clone(),
+                    signal: signal.into(),
+                    grace_ms: time.map(|seconds| seconds * 1000),
                 })
                 .await
                 .map_err(refused)?;
@@ -560,6 +573,22 @@ async fn find_workspace(clients: &mut Clients, name_or_id: &str) -> anyhow::Resu
                 .join(", ")
         ),
     }
+}
+
+/// A signal a disposal sends, as people write it: `TERM`, `SIGTERM`,
+/// `term` or `15`.
+fn parse_signal(text: &str) -> Result<pb::Signal, String> {
+    let upper = text.to_ascii_uppercase();
+    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+    let signal = match name {
+        "HUP" | "1" => pb::Signal::Hup,
+        "INT" | "2" => pb::Signal::Int,
+        "QUIT" | "3" => pb::Signal::Quit,
+        "KILL" | "9" => pb::Signal::Kill,
+        "TERM" | "15" => pb::Signal::Term,
+        _ => return Err(format!("{text:?} is not HUP, INT, QUIT, TERM or KILL")),
+    };
+    Ok(signal)
 }
 
 /// The named workspace's id, or the default workspace's (made if `create`).

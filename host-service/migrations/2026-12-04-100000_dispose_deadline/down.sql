@@ -1,0 +1,1 @@
+ALTER TABLE terminal_sessions DROP COLUMN dispose_deadline;
