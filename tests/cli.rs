@@ -1049,6 +1049,32 @@ async fn sessions_are_found_by_a_start_of_their_id_or_by_title() {
     let unknown = holdfast(&address, &["attach", "zzz"]);
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no live session's id starts with"));
+
+    // Elsewhere: found by its title too, and shown by `ls --all` only.
+    stdout_of(&holdfast(&address, &["workspace", "create", "other"]));
+    let elsewhere = new(&[
+        "--workspace",
+        "other",
+        "--title",
+        "far",
+        "--",
+        "sleep",
+        "1000",
+    ]);
+    let here = stdout_of(&holdfast(&address, &["ls"]));
+    assert!(!here.contains(&elsewhere), "{here}");
+    let everywhere = stdout_of(&holdfast(&address, &["ls", "--all"]));
+    let line = |id: &str| {
+        everywhere
+            .lines()
+            .find(|line| line.starts_with(id))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(line(&elsewhere).ends_with(" other"), "{everywhere}");
+    assert!(line(&twins[0]).ends_with(" default"), "{everywhere}");
+    let killed = stdout_of(&holdfast(&address, &["kill", "far"]));
+    assert_eq!(killed.trim(), format!("disposed {elsewhere}"));
 }
 
 /// `kill -s TERM -t 10` gives a program that shuts down cleanly its

@@ -1179,6 +1179,14 @@ async fn grpc_web_answers_local_pages_and_health_reports_the_daemon() {
         local.contains("grpc-status:0"),
         "the trailer frame reports success: {local}"
     );
+    let exposed = local
+        .lines()
+        .find_map(|line| line.strip_prefix("access-control-expose-headers:"))
+        .unwrap_or_default();
+    assert!(
+        exposed.contains("grpc-status") && exposed.contains("holdfast-until-now"),
+        "a page may read the status and tell a look from an attach: {local}"
+    );
     // A page sending the token asks first; `authorization` must be named
     // in the answer (a wildcard does not cover it).
     let preflight = grpc_web_preflight(

@@ -106,9 +106,17 @@ fn cors(extra_origins: Vec<String>) -> CorsLayer {
         // `authorization` (the Fetch standard), so a page could not send
         // the token; grpc-web metadata are headers of any name.
         .allow_headers(AllowHeaders::mirror_request())
+        // What a page may read of an answer: the status (in the headers
+        // of an answer without messages), and `holdfast-until-now`, which
+        // tells a look from an older host-service's attach.
         .expose_headers(
-            ["grpc-status", "grpc-message", "grpc-status-details-bin"]
-                .map(http::HeaderName::from_static),
+            [
+                "grpc-status",
+                "grpc-message",
+                "grpc-status-details-bin",
+                holdfast::proto::LOOK_METADATA,
+            ]
+            .map(http::HeaderName::from_static),
         )
         .max_age(Duration::from_secs(3600))
 }

@@ -89,6 +89,10 @@ enum Command {
         /// Workspace name or id [default: "default"].
         #[arg(long, short)]
         workspace: Option<String>,
+        /// The sessions of every open workspace, with their workspace's
+        /// name.
+        #[arg(long, short, conflicts_with = "workspace")]
+        all: bool,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -392,22 +396,27 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 .context("the host-service returned no session")?;
             say!("{}", session.session_id);
         }
-        Command::Ls { workspace, json } => {
-            let workspace_id =
-                workspace_or_default(&mut clients, workspace.as_deref(), false).await?;
-            let list = clients
-                .terminals
-                .list_sessions(pb::ListSessionsRequest {
-                    workspace_id,
-                    ..Default::default()
-                })
-                .await
-                .map_err(refused)?
-                .into_inner();
+        Command::Ls {
+            workspace,
+            all,
+            json,
+        } => {
+            let (list, names) = if all {
+                let lists = every_open_list(&mut clients).await?;
+                let names = lists
+                    .iter()
+                    .map(|(workspace, _)| (workspace.workspace_id.clone(), workspace.name.clone()))
+                    .collect();
+                (merged(lists.into_iter().map(|(_, list)| list)), Some(names))
+            } else {
+                let workspace_id =
+                    workspace_or_default(&mut clients, workspace.as_deref(), false).await?;
+                (list_sessions(&mut clients, workspace_id).await?, None)
+            };
             if json {
                 say!("{}", serde_json::to_string_pretty(&list_json(&list))?);
             } else {
-                print_table(&list);
+                print_table(&list, names.as_ref());
             }
         }
         Command::Count { workspace } => {
@@ -663,26 +672,85 @@ fn state(session: &pb::Session) -> String {
     }
 }
 
-fn print_table(list: &pb::ListSessionsResponse) {
-    say!(
-        "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  AGE",
+/// A workspace's live sessions.
+async fn list_sessions(
+    clients: &mut Clients,
+    workspace_id: String,
+) -> anyhow::Result<pb::ListSessionsResponse> {
+    Ok(clients
+        .terminals
+        .list_sessions(pb::ListSessionsRequest {
+            workspace_id,
+            ..Default::default()
+        })
+        .await
+        .map_err(refused)?
+        .into_inner())
+}
+
+/// Every open workspace, oldest first, with its live sessions.
+async fn every_open_list(
+    clients: &mut Clients,
+) -> anyhow::Result<Vec<(pb::Workspace, pb::ListSessionsResponse)>> {
+    let mut lists = Vec::new();
+    for workspace in list_workspaces(clients).await? {
+        if workspace.closed_at.is_none() {
+            let list = list_sessions(clients, workspace.workspace_id.clone()).await?;
+            lists.push((workspace, list));
+        }
+    }
+    Ok(lists)
+}
+
+/// Lists as one: their sessions in order, memory-only if any was.
+fn merged(lists: impl Iterator<Item = pb::ListSessionsResponse>) -> pb::ListSessionsResponse {
+    lists.fold(pb::ListSessionsResponse::default(), |mut all, list| {
+        all.sessions.extend(list.sessions);
+        if list.source == pb::Source::MemoryOnly as i32 {
+            all.source = list.source;
+            all.degraded_reason = list.degraded_reason;
+        }
+        all
+    })
+}
+
+/// Prints `list` as a table; with `workspaces` (id → name), each session's
+/// workspace too.
+fn print_table(
+    list: &pb::ListSessionsResponse,
+    workspaces: Option<&std::collections::HashMap<String, String>>,
+) {
+    let workspace_column = |text: &str| match workspaces {
+        Some(_) => format!("  {text}"),
+        None => String::new(),
+    };
+    let header = format!(
+        "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  {:<5}{}",
         "ID",
         "TITLE",
         "ATTACHED",
         "STATE",
-        "PID"
+        "PID",
+        "AGE",
+        workspace_column("WORKSPACE")
     );
+    say!("{}", header.trim_end());
     for session in &list.sessions {
         let title: String = session.title.chars().take(24).collect();
-        say!(
-            "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  {}",
+        let workspace = workspaces
+            .and_then(|names| names.get(&session.workspace_id))
+            .map_or(session.workspace_id.as_str(), String::as_str);
+        let line = format!(
+            "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  {:<5}{}",
             session.session_id,
             title,
             if session.attached { "yes" } else { "no" },
             state(session),
             session.pid,
-            age(session.created_at)
+            age(session.created_at),
+            workspace_column(workspace)
         );
+        say!("{}", line.trim_end());
     }
     if list.source == pb::Source::MemoryOnly as i32 {
         say!(

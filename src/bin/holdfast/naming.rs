@@ -7,7 +7,7 @@
 use anyhow::bail;
 use holdfast::proto::host::v1 as pb;
 
-use crate::{Clients, list_workspaces, refused};
+use crate::{Clients, every_open_list};
 
 /// Longest title the host-service takes, in characters.
 const TITLE_CHARS: usize = 200;
@@ -43,27 +43,13 @@ pub async fn session_id(clients: &mut Clients, given: &str) -> anyhow::Result<St
     if given.is_empty() {
         bail!("name a session by its id, the start of it, or its title");
     }
-    let mut found: Vec<pb::Session> = Vec::new();
-    for workspace in list_workspaces(clients).await? {
-        if workspace.closed_at.is_some() {
-            continue;
-        }
-        let list = clients
-            .terminals
-            .list_sessions(pb::ListSessionsRequest {
-                workspace_id: workspace.workspace_id,
-                ..Default::default()
-            })
-            .await
-            .map_err(refused)?
-            .into_inner();
-        let prefix = given.to_ascii_lowercase();
-        found.extend(
-            list.sessions
-                .into_iter()
-                .filter(|s| s.session_id.starts_with(&prefix) || s.title == given),
-        );
-    }
+    let prefix = given.to_ascii_lowercase();
+    let mut found: Vec<pb::Session> = every_open_list(clients)
+        .await?
+        .into_iter()
+        .flat_map(|(_, list)| list.sessions)
+        .filter(|s| s.session_id.starts_with(&prefix) || s.title == given)
+        .collect();
     match found.len() {
         1 => Ok(found.remove(0).session_id),
         0 => bail!(
