@@ -589,19 +589,17 @@ async fn a_resize_to_the_same_size_can_ask_for_a_redraw() {
     )
     .await;
     receive_text(&mut stream, &mut received, "ready").await;
-    let resize = |redraw| pb::ResizeRequest {
-        session_id: id.clone(),
-        cols: session.cols,
-        rows: session.rows,
-        redraw,
-    };
     client
         .clone()
-        .resize(resize(true))
+        .resize(pb::ResizeRequest {
+            session_id: id.clone(),
+            cols: session.cols,
+            rows: session.rows,
+            redraw: true,
+        })
         .await
         .expect("resize to the same size");
     receive_text(&mut stream, &mut received, "redrawn").await;
-    assert_eq!(received.text().matches("redrawn").count(), 1);
 }
 
 #[tokio::test]

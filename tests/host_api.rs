@@ -1782,3 +1782,43 @@ async fn a_disposal_can_give_a_signal_and_time_to_shut_down() {
         "a refused disposal stamps nothing"
     );
 }
+
+/// A disposal the daemon never took (its kill failed, or the host-service
+/// died between the stamp and the kill) is ended by the reaper as it
+/// asked: here with SIGTERM, on which this program shuts down cleanly.
+#[tokio::test]
+async fn the_reaper_ends_a_disposal_as_it_asked() {
+    use diesel::RunQueryDsl;
+    let home = HostHome::new();
+    let mut host = home.start(&["--reap-interval-secs", "1"]).await;
+    let workspace = host.create_workspace("asked").await.workspace_id;
+    let session = host
+        .create_session(session_request(
+            &workspace,
+            &[
+                "sh",
+                "-c",
+                "trap 'exit 42' TERM; echo ready; while :; do sleep 0.05; done",
+            ],
+        ))
+        .await;
+    let mut output = host.attach(&session.session_id, None).await;
+    receive_host_text(&mut output, "ready").await;
+    // Stamped, with its grace over, behind the host-service's back.
+    diesel::sql_query(
+        "UPDATE terminal_sessions SET dispose_requested_at = 1, dispose_signal = 15, \
+         dispose_grace_ms = 10000, dispose_deadline = 1 WHERE id = ?",
+    )
+    .bind::<diesel::sql_types::Text, _>(&session.session_id)
+    .execute(&mut home.open_database())
+    .expect("stamp the row");
+    let client = holdfast::daemon_client::connect(&home.socket(), Duration::from_secs(5))
+        .await
+        .expect("daemon");
+    let ended = exited(&client, &session.session_id).await;
+    assert_eq!(
+        (ended.exit_code, ended.signal),
+        (Some(42), None),
+        "{ended:?}"
+    );
+}

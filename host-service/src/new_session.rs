@@ -70,6 +70,8 @@ impl NewSession {
             exit_code: None,
             exit_signal: None,
             dispose_requested_at: None,
+            dispose_signal: None,
+            dispose_grace_ms: None,
             dispose_deadline: None,
         };
         let spawn = daemon::SpawnRequest {

@@ -12,7 +12,7 @@ use holdfast::proto::daemon::v1 as daemon;
 
 use crate::error::{Error, Result};
 use crate::memory::Memory;
-use crate::store::{self, Ending, Revival, Store};
+use crate::store::{self, DEFAULT_DISPOSE_GRACE, Ending, Revival, Store};
 
 /// How long the reaper waits for the daemon's answers.
 const DAEMON_PATIENCE: Duration = Duration::from_secs(5);
@@ -105,8 +105,23 @@ impl Reaper {
                 // daemon's SIGKILL) is the daemon's to finish: a second
                 // kill would cut a long grace short.
                 Some(row) if row.is_stamped() && !row.is_overdue(listed_at) => continue,
-                // Only a stamp condemns a session with a row.
-                Some(row) => row.is_stamped(),
+                // Past it, or its kill failed: ended as it asked.
+                Some(row) if row.is_stamped() => {
+                    tracing::info!(session_id = id, "killing a session stamped for disposal");
+                    let signal = row
+                        .dispose_signal
+                        .and_then(|raw| daemon::Signal::try_from(raw).ok())
+                        .unwrap_or(daemon::Signal::Hup);
+                    let grace = row.dispose_grace();
+                    if self.kill(id, signal, grace).await {
+                        let deadline = listed_at
+                            .saturating_add(i64::try_from(grace.as_micros()).unwrap_or(i64::MAX));
+                        self.store.set_dispose_deadline(id, deadline).await?;
+                    }
+                    report.killed_stamped += 1;
+                    continue;
+                }
+                Some(_) => false,
                 // Not in the snapshot: settled (ended, or disposed), or
                 // truly no row. An ended row whose program runs was
                 // settled wrongly: by a pass that read the rows while its
@@ -128,7 +143,8 @@ impl Reaper {
                             session_id = id,
                             "killing an orphan daemon session with no row"
                         );
-                        self.kill(id).await;
+                        self.kill(id, daemon::Signal::Hup, DEFAULT_DISPOSE_GRACE)
+                            .await;
                         report.killed_orphans += 1;
                         continue;
                     }
@@ -136,7 +152,8 @@ impl Reaper {
             };
             if stamped {
                 tracing::info!(session_id = id, "killing a session stamped for disposal");
-                self.kill(id).await;
+                self.kill(id, daemon::Signal::Hup, DEFAULT_DISPOSE_GRACE)
+                    .await;
                 report.killed_stamped += 1;
             }
         }
@@ -166,17 +183,26 @@ impl Reaper {
         Ok(report)
     }
 
-    async fn kill(&self, session_id: &str) {
+    /// Has the daemon send `signal`, then SIGKILL after `grace`; says
+    /// whether it took the kill.
+    async fn kill(&self, session_id: &str, signal: daemon::Signal, grace: Duration) -> bool {
         let mut client = self.daemon.clone();
         let request = daemon::KillRequest {
             session_id: session_id.to_owned(),
-            ..Default::default()
+            signal: signal.into(),
+            grace_ms: Some(u32::try_from(grace.as_millis()).unwrap_or(u32::MAX)),
         };
         match tokio::time::timeout(DAEMON_PATIENCE, client.kill(request)).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(status)) if status.code() == tonic::Code::NotFound => {}
-            Ok(Err(status)) => tracing::warn!(session_id, %status, "the reaper's kill failed"),
-            Err(_) => tracing::warn!(session_id, "the reaper's kill timed out"),
+            Ok(Ok(_)) => true,
+            Ok(Err(status)) if status.code() == tonic::Code::NotFound => false,
+            Ok(Err(status)) => {
+                tracing::warn!(session_id, %status, "the reaper's kill failed");
+                false
+            }
+            Err(_) => {
+                tracing::warn!(session_id, "the reaper's kill timed out");
+                false
+            }
         }
     }
 }

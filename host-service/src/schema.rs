@@ -26,6 +26,8 @@ diesel::table! {
         exit_code -> Nullable<Integer>,
         exit_signal -> Nullable<Integer>,
         dispose_requested_at -> Nullable<BigInt>,
+        dispose_signal -> Nullable<Integer>,
+        dispose_grace_ms -> Nullable<Integer>,
         dispose_deadline -> Nullable<BigInt>,
     }
 }

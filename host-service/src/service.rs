@@ -468,7 +468,7 @@ impl Host {
         // Stamp first: from here on it is never listed, whatever happens next.
         let stamp = self
             .store
-            .stamp_dispose(&session_id, now, grace)
+            .stamp_dispose(&session_id, now, signal.into(), grace)
             .await
             .map_err(Error::from)?
             .ok_or_else(|| Error::SessionNotFound(session_id.clone()))?;
@@ -490,7 +490,11 @@ impl Host {
                     .map_err(Error::from)?;
             }
             Err(error) => {
-                tracing::warn!(%session_id, %error, "kill on dispose failed; the reaper will retry")
+                tracing::warn!(%session_id, %error, "kill on dispose failed; the reaper will retry");
+                // At its next pass, not once a grace that never began is over.
+                if let Err(error) = self.store.set_dispose_deadline(&session_id, now).await {
+                    tracing::warn!(%session_id, %error, "recording the failed kill failed");
+                }
             }
         }
         tracing::info!(%session_id, "session disposed");

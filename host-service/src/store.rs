@@ -144,8 +144,14 @@ pub struct SessionRow {
     pub exit_signal: Option<i32>,
     /// When disposal was first requested, µs since the epoch.
     pub dispose_requested_at: Option<i64>,
-    /// When that disposal's grace period ends, µs since the epoch; `None`
-    /// means [`DEFAULT_DISPOSE_GRACE`] after the stamp.
+    /// The signal that disposal sends first (the daemon's `Signal`
+    /// number); `None` means SIGHUP.
+    pub dispose_signal: Option<i32>,
+    /// Its grace period before SIGKILL, in ms; `None` means
+    /// [`DEFAULT_DISPOSE_GRACE`].
+    pub dispose_grace_ms: Option<i32>,
+    /// When that grace period ends, µs since the epoch; `None` means the
+    /// grace after the stamp.
     pub dispose_deadline: Option<i64>,
 }
 
@@ -170,8 +176,15 @@ impl SessionRow {
         };
         let deadline = self
             .dispose_deadline
-            .unwrap_or_else(|| stamped.saturating_add(duration_micros(DEFAULT_DISPOSE_GRACE)));
+            .unwrap_or_else(|| stamped.saturating_add(duration_micros(self.dispose_grace())));
         now >= deadline.saturating_add(duration_micros(DISPOSE_SETTLING))
+    }
+
+    /// The grace period its disposal gives.
+    pub fn dispose_grace(&self) -> Duration {
+        self.dispose_grace_ms
+            .and_then(|ms| u64::try_from(ms).ok())
+            .map_or(DEFAULT_DISPOSE_GRACE, Duration::from_millis)
     }
 }
 
@@ -471,6 +484,24 @@ impl Store {
         .await
     }
 
+    /// Moves the end of a stamped session's grace period to `deadline`:
+    /// now, when the disposal's kill failed (the reaper then retries it),
+    /// or the end of the grace the reaper's own kill gave.
+    pub async fn set_dispose_deadline(&self, id: &str, deadline: i64) -> Result<()> {
+        let id = id.to_owned();
+        self.run("moving a disposal's deadline", move |conn| {
+            diesel::update(
+                terminal_sessions::table
+                    .find(&id)
+                    .filter(terminal_sessions::dispose_requested_at.is_not_null()),
+            )
+            .set(terminal_sessions::dispose_deadline.eq(deadline))
+            .execute(conn)
+            .map(drop)
+        })
+        .await
+    }
+
     /// The rows whose state may still change, for the reaper and a dead
     /// daemon: active ones, and ended ones stamped for disposal (they
     /// become disposed). An ended row without a stamp is settled for good;
@@ -495,9 +526,16 @@ impl Store {
     /// Stamps a session for disposal, with the end of its `grace` period;
     /// the first stamp wins. Returns the stamp in force, or `None` if there
     /// is no such session.
-    pub async fn stamp_dispose(&self, id: &str, now: i64, grace: Duration) -> Result<Option<i64>> {
+    pub async fn stamp_dispose(
+        &self,
+        id: &str,
+        now: i64,
+        signal: i32,
+        grace: Duration,
+    ) -> Result<Option<i64>> {
         let id = id.to_owned();
         let deadline = now.saturating_add(duration_micros(grace));
+        let grace_ms = i32::try_from(grace.as_millis()).unwrap_or(i32::MAX);
         self.run("stamping a session for disposal", move |conn| {
             conn.immediate_transaction(|conn| {
                 diesel::update(
@@ -507,6 +545,8 @@ impl Store {
                 )
                 .set((
                     terminal_sessions::dispose_requested_at.eq(now),
+                    terminal_sessions::dispose_signal.eq(signal),
+                    terminal_sessions::dispose_grace_ms.eq(grace_ms),
                     terminal_sessions::dispose_deadline.eq(deadline),
                 ))
                 .execute(conn)?;
@@ -681,6 +721,8 @@ mod tests {
             exit_code: None,
             exit_signal: None,
             dispose_requested_at: stamped.then_some(3),
+            dispose_signal: None,
+            dispose_grace_ms: None,
             dispose_deadline: None,
         }
     }

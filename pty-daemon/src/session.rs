@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use prost::bytes::Bytes;
-use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+use rustix::process::{Pid, WaitId, WaitIdOptions};
 use rustix::termios::Winsize;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
@@ -498,28 +498,29 @@ impl Session {
             ws_xpixel: 0,
             ws_ypixel: 0,
         };
-        rustix::termios::tcsetwinsize(self.master.get_ref(), size)
+        let master = self.master.get_ref();
+        if redraw && unchanged {
+            // The kernel signals the terminal's foreground process group
+            // on any change of size, through the group it holds, so no
+            // other process is ever signalled (a group number read with
+            // tcgetpgrp may have passed to another group by now). A pixel
+            // width of 1 instead of the 0 holdfast keeps is such a change
+            // and nothing else; setting the size back is a second one, so
+            // the program may draw twice, the last time at its true size.
+            let nudge = Winsize {
+                ws_xpixel: 1,
+                ..size
+            };
+            rustix::termios::tcsetwinsize(master, nudge)
+                .map_err(|error| Error::io("resizing the PTY", error))?;
+        }
+        rustix::termios::tcsetwinsize(master, size)
             .map_err(|error| Error::io("resizing the PTY", error))?;
         state.cols = cols;
         state.rows = rows;
         drop(state);
-        if redraw && unchanged {
-            self.signal_foreground(Signal::WINCH);
-        }
         self.generation.bump();
         Ok(())
-    }
-
-    /// Sends `signal` to the terminal's foreground process group, as the
-    /// kernel does for a new size: the job the user sees (`vim` started
-    /// from the shell), not the shell that leads the session. Best effort:
-    /// a terminal with no foreground group has nobody to tell.
-    fn signal_foreground(&self, signal: Signal) {
-        let sent = rustix::termios::tcgetpgrp(self.master.get_ref())
-            .and_then(|group| rustix::process::kill_process_group(group, signal));
-        if let Err(error) = sent {
-            tracing::debug!(session_id = %self.id, %error, "no foreground process group to signal");
-        }
     }
 
     /// A cursor at `from_offset`, or at the oldest byte held; if `paced`,

@@ -77,6 +77,8 @@ async fn seed(database: &Path, rows: usize) -> Result<String> {
                 exit_code: Some(0),
                 exit_signal: None,
                 dispose_requested_at: None,
+                dispose_signal: None,
+                dispose_grace_ms: None,
                 dispose_deadline: None,
             })
             .await?;

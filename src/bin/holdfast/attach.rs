@@ -738,7 +738,10 @@ fn clean_start(replay: &[u8]) -> &[u8] {
 pub fn exit_status(code: Option<i32>, signal: Option<i32>) -> u8 {
     match (code, signal) {
         (Some(code), _) => u8::try_from(code).unwrap_or(1),
-        (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
+        (None, Some(signal)) => signal
+            .checked_add(128)
+            .and_then(|status| u8::try_from(status).ok())
+            .unwrap_or(1),
         (None, None) => 1,
     }
 }
@@ -746,6 +749,16 @@ pub fn exit_status(code: Option<i32>, signal: Option<i32>) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::{DetachKey, clean_start};
+
+    #[test]
+    fn any_ending_the_server_reports_is_an_exit_status() {
+        use super::exit_status;
+        assert_eq!(exit_status(Some(7), None), 7);
+        assert_eq!(exit_status(None, Some(15)), 143);
+        assert_eq!(exit_status(None, Some(i32::MAX)), 1);
+        assert_eq!(exit_status(Some(-1), None), 1);
+        assert_eq!(exit_status(None, None), 1);
+    }
 
     #[test]
     fn replays_that_lost_their_start_are_shown_from_a_clean_one() {

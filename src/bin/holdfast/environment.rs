@@ -5,9 +5,14 @@
 //! daemon's clean base environment plus what a client names; this is what
 //! the command line names.
 //!
-//! Left out are the variables that describe this terminal rather than the
-//! user: the session has a terminal of its own (TERM is the daemon's), it
-//! is shown by whatever attaches to it, and it outlives this one.
+//! Left out are the variables that describe this terminal or this login
+//! rather than the user: the session has a terminal of its own (TERM is
+//! the daemon's), it is shown by whatever attaches to it, and it outlives
+//! this one. So are holdfast's own (`HOLDFAST_AUTH_TOKEN` above all): they
+//! configure this command, and the daemon keeps them from its programs
+//! too. And a host-service on another machine gets none of it: this
+//! PATH and HOME mean nothing there, and the variables would cross the
+//! network.
 
 use std::collections::HashMap;
 
@@ -34,6 +39,16 @@ const THIS_TERMINAL: &[&str] = &[
     "TERM_PROGRAM_VERSION",
     "TERM_SESSION_ID",
     "VTE_VERSION",
+    "LC_TERMINAL",
+    "LC_TERMINAL_VERSION",
+    "WT_SESSION",
+    "WT_PROFILE_ID",
+    "INSIDE_EMACS",
+    // This login's: pinentry would prompt on this terminal.
+    "GPG_TTY",
+    "SSH_TTY",
+    "SSH_CONNECTION",
+    "SSH_CLIENT",
 ];
 
 /// Families of the same, by prefix (terminal emulators' own variables).
@@ -44,6 +59,11 @@ const THIS_TERMINAL_PREFIXES: &[&str] = &[
     "ITERM_",
     "KONSOLE_",
     "GNOME_TERMINAL_",
+    "GHOSTTY_",
+    "VSCODE_",
+    "ZELLIJ",
+    // This command's own settings, its token among them.
+    "HOLDFAST_",
 ];
 
 fn describes_this_terminal(name: &str) -> bool {
@@ -55,8 +75,9 @@ fn describes_this_terminal(name: &str) -> bool {
 
 /// What `holdfast new` sends as the session's `env`: this process's
 /// environment but for the variables of this terminal (none of it with
-/// `clean`), then each `NAME=VALUE` of `set` over it (a bare `NAME` takes
-/// its value from here, as `docker run -e NAME` does).
+/// `clean`, or for a host-service on another machine), then each
+/// `NAME=VALUE` of `set` over it (a bare `NAME` takes its value from here,
+/// as `docker run -e NAME` does).
 pub fn for_session(clean: bool, set: &[String]) -> anyhow::Result<HashMap<String, String>> {
     let mut env = HashMap::new();
     if !clean {
@@ -94,7 +115,15 @@ mod tests {
 
     #[test]
     fn the_terminal_s_own_variables_stay_behind() {
-        for name in ["TERM", "COLUMNS", "TMUX", "KITTY_WINDOW_ID", "SHLVL"] {
+        for name in [
+            "TERM",
+            "COLUMNS",
+            "TMUX",
+            "KITTY_WINDOW_ID",
+            "SHLVL",
+            "GPG_TTY",
+            "HOLDFAST_AUTH_TOKEN",
+        ] {
             assert!(describes_this_terminal(name), "{name}");
         }
         for name in [

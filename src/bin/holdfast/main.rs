@@ -254,6 +254,22 @@ fn with_scheme(addr: &str) -> String {
     }
 }
 
+/// Whether the host-service at `addr` is on this machine: a loopback
+/// address or `localhost`.
+fn is_on_this_machine(addr: &str) -> bool {
+    let Ok(uri) = with_scheme(addr).parse::<http::Uri>() else {
+        return false;
+    };
+    let Some(host) = uri.host() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<Clients> {
     let bearer = Bearer(
         token
@@ -368,7 +384,14 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             clean_env,
             command,
         } => {
-            let env = environment::for_session(clean_env, &env)?;
+            let local = is_on_this_machine(&cli.addr);
+            if !local && !clean_env {
+                eprintln!(
+                    "note: the host-service is on another machine: the session gets its clean \
+                     environment and what --env names, none of this shell's"
+                );
+            }
+            let env = environment::for_session(clean_env || !local, &env)?;
             let title = title.or_else(|| naming::title_of(&command));
             let workspace_id =
                 workspace_or_default(&mut clients, workspace.as_deref(), true).await?;
@@ -788,4 +811,30 @@ fn list_json(list: &pb::ListSessionsResponse) -> serde_json::Value {
         "complete"
     };
     serde_json::json!({ "sessions": sessions, "source": source, "degraded_reason": list.degraded_reason })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_on_this_machine;
+
+    #[test]
+    fn only_loopback_addresses_are_this_machine() {
+        for local in [
+            "127.0.0.1:7077",
+            "http://127.0.0.1:7077",
+            "localhost:7077",
+            "http://[::1]:7077",
+            "127.1.2.3:80",
+        ] {
+            assert!(is_on_this_machine(local), "{local}");
+        }
+        for remote in [
+            "10.0.0.5:7077",
+            "http://example.com:7077",
+            "[::2]:7077",
+            "::",
+        ] {
+            assert!(!is_on_this_machine(remote), "{remote}");
+        }
+    }
 }

@@ -37,8 +37,9 @@ pub fn title_of(command: &[String]) -> Option<String> {
 /// live session, in any open workspace, whose id starts with `given` or
 /// whose title is `given`.
 pub async fn session_id(clients: &mut Clients, given: &str) -> anyhow::Result<String> {
-    if uuid::Uuid::try_parse(given).is_ok() {
-        return Ok(given.to_owned());
+    if let Ok(id) = uuid::Uuid::try_parse(given) {
+        // As the host-service stores it: lower case, hyphenated.
+        return Ok(id.hyphenated().to_string());
     }
     if given.is_empty() {
         bail!("name a session by its id, the start of it, or its title");
@@ -53,8 +54,8 @@ pub async fn session_id(clients: &mut Clients, given: &str) -> anyhow::Result<St
     match found.len() {
         1 => Ok(found.remove(0).session_id),
         0 => bail!(
-            "no live session's id starts with {given:?} or has it as its title (see `holdfast ls`; \
-             a session that has ended is named by its whole id)"
+            "no live session's id starts with {given:?} or has it as its title (see `holdfast ls --all`; \
+             a session that has ended, or a hidden one, is named by its whole id)"
         ),
         count => bail!(
             "{count} live sessions match {given:?}: {}; give more of the id",
