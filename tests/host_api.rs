@@ -1732,9 +1732,21 @@ async fn a_disposal_can_give_a_signal_and_time_to_shut_down() {
         async move { terminals.dispose_session(request).await.map(drop) }
     };
 
-    dispose(&clean, pb::Signal::Term, Some(10_000))
+    let said = terminals
+        .clone()
+        .dispose_session(pb::DisposeSessionRequest {
+            session_id: clean.session_id.clone(),
+            signal: pb::Signal::Term.into(),
+            grace_ms: Some(10_000),
+        })
         .await
-        .expect("dispose with SIGTERM");
+        .expect("dispose with SIGTERM")
+        .into_inner();
+    assert_eq!(
+        (said.signal, said.grace_ms),
+        (pb::Signal::Term as i32, 10_000),
+        "it says what it sent"
+    );
     dispose(&stubborn, pb::Signal::Term, Some(10_000))
         .await
         .expect("dispose with SIGTERM");

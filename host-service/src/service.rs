@@ -497,9 +497,11 @@ impl Host {
                 }
             }
         }
-        tracing::info!(%session_id, "session disposed");
+        tracing::info!(%session_id, ?signal, ?grace, "session disposed");
         Ok(pb::DisposeSessionResponse {
             dispose_requested_at: timestamp(store::from_micros(stamp)),
+            signal: host_signal(signal).into(),
+            grace_ms: u32::try_from(grace.as_millis()).unwrap_or(validate::MAX_GRACE_MS),
         })
     }
 
@@ -910,6 +912,19 @@ impl TerminalService for Host {
         let disposed =
             to_completion(async move { host.dispose(session_id, signal, grace).await }).await?;
         Ok(Response::new(disposed))
+    }
+}
+
+/// A disposal's signal as the host's API names it.
+fn host_signal(signal: daemon::Signal) -> pb::Signal {
+    match signal {
+        daemon::Signal::Unspecified | daemon::Signal::Hup => pb::Signal::Hup,
+        daemon::Signal::Int => pb::Signal::Int,
+        daemon::Signal::Quit => pb::Signal::Quit,
+        daemon::Signal::Kill => pb::Signal::Kill,
+        daemon::Signal::Term => pb::Signal::Term,
+        // Never asked for by a disposal (validate::disposal).
+        daemon::Signal::Usr1 | daemon::Signal::Usr2 => pb::Signal::Unspecified,
     }
 }
 

@@ -521,7 +521,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Kill { id, signal, time } => {
             let id = naming::session_id(&mut clients, &id).await?;
-            clients
+            let disposed = clients
                 .terminals
                 .dispose_session(pb::DisposeSessionRequest {
                     session_id: id.clone(),
@@ -529,8 +529,16 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                     grace_ms: time.map(|seconds| seconds * 1000),
                 })
                 .await
-                .map_err(refused)?;
+                .map_err(refused)?
+                .into_inner();
             say!("disposed {id}");
+            let asked_more = signal != pb::Signal::Hup || time.is_some();
+            if asked_more && disposed.signal == pb::Signal::Unspecified as i32 {
+                eprintln!(
+                    "note: this host-service is older than this holdfast and did not read -s or -t: \
+                     it sent SIGHUP, then SIGKILL after 1 s"
+                );
+            }
         }
     }
     Ok(0)
