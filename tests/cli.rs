@@ -1112,3 +1112,48 @@ async fn kill_sends_the_signal_it_is_given() {
     };
     assert_eq!((exited.exit_code, exited.signal), (Some(42), None));
 }
+
+/// `holdfast attach` without an id attaches to the only live session, as
+/// `tmux attach` finds one; with none or several it says so.
+#[tokio::test]
+async fn attach_without_an_id_takes_the_only_session() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let none = holdfast(&host.address, &["attach"]);
+    assert!(!none.status.success());
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("there is no live session"),
+        "{none:?}"
+    );
+    let workspace = host.create_workspace("only").await.workspace_id;
+    host.create_session(session_request(
+        &workspace,
+        &["sh", "-c", "echo only-one; exec cat"],
+    ))
+    .await;
+    // The viewer's own terminal is a hidden session: in no list.
+    let cli = binary("holdfast");
+    let address = host.address.clone();
+    let mut request = session_request(
+        &workspace,
+        &[
+            cli.to_str().expect("utf-8 path"),
+            "--addr",
+            &address,
+            "attach",
+        ],
+    );
+    request.listed = Some(false);
+    let viewer = host.create_session(request).await;
+    let mut screen = host.attach(&viewer.session_id, None).await;
+    receive_host_text(&mut screen, "only-one").await;
+
+    host.create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+    let several = holdfast(&host.address, &["attach"]);
+    assert!(!several.status.success());
+    assert!(
+        String::from_utf8_lossy(&several.stderr).contains("there are 2 live sessions"),
+        "{several:?}"
+    );
+}

@@ -113,8 +113,9 @@ enum Command {
     /// Attach this terminal to a session: output (scrollback first) and
     /// keystrokes; Ctrl-] detaches and leaves it running.
     Attach {
-        /// The session: its id, a unique start of it, or its title.
-        id: String,
+        /// The session: its id, a unique start of it, or its title
+        /// [default: the only live session, as `tmux attach` finds it].
+        id: Option<String>,
     },
     /// Print a session's output so far, as its program wrote it, without
     /// attaching to it; `-f` follows it to its exit.
@@ -503,7 +504,10 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             }
         }
         Command::Attach { id } => {
-            let id = naming::session_id(&mut clients, &id).await?;
+            let id = match id {
+                Some(id) => naming::session_id(&mut clients, &id).await?,
+                None => naming::the_only_session(&mut clients).await?,
+            };
             return attach::attach(&mut clients, id, cli.detach_key).await;
         }
         Command::Logs { id, follow } => {

@@ -45,12 +45,10 @@ pub async fn session_id(clients: &mut Clients, given: &str) -> anyhow::Result<St
         bail!("name a session by its id, the start of it, or its title");
     }
     let prefix = given.to_ascii_lowercase();
-    let mut found: Vec<pb::Session> = every_open_list(clients)
-        .await?
-        .into_iter()
-        .flat_map(|(_, list)| list.sessions)
-        .filter(|s| s.session_id.starts_with(&prefix) || s.title == given)
-        .collect();
+    let mut found = live_sessions(clients, |s| {
+        s.session_id.starts_with(&prefix) || s.title == given
+    })
+    .await?;
     match found.len() {
         1 => Ok(found.remove(0).session_id),
         0 => bail!(
@@ -59,13 +57,45 @@ pub async fn session_id(clients: &mut Clients, given: &str) -> anyhow::Result<St
         ),
         count => bail!(
             "{count} live sessions match {given:?}: {}; give more of the id",
-            found
-                .iter()
-                .map(|s| format!("{} ({})", s.session_id, s.title))
-                .collect::<Vec<_>>()
-                .join(", ")
+            listed(&found)
         ),
     }
+}
+
+/// The id of the one live session in every open workspace, for a command
+/// that names none; with several, which there are.
+pub async fn the_only_session(clients: &mut Clients) -> anyhow::Result<String> {
+    let mut found = live_sessions(clients, |_| true).await?;
+    match found.len() {
+        1 => Ok(found.remove(0).session_id),
+        0 => bail!("there is no live session to attach to (`holdfast new -a` starts one)"),
+        count => bail!(
+            "there are {count} live sessions: name one by the start of its id or its title: {}",
+            listed(&found)
+        ),
+    }
+}
+
+/// The live sessions of every open workspace that `pick` takes.
+async fn live_sessions(
+    clients: &mut Clients,
+    pick: impl Fn(&pb::Session) -> bool,
+) -> anyhow::Result<Vec<pb::Session>> {
+    Ok(every_open_list(clients)
+        .await?
+        .into_iter()
+        .flat_map(|(_, list)| list.sessions)
+        .filter(|session| pick(session))
+        .collect())
+}
+
+/// Sessions as an error names them: id and title.
+fn listed(sessions: &[pb::Session]) -> String {
+    sessions
+        .iter()
+        .map(|s| format!("{} ({})", s.session_id, s.title))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
