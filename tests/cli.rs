@@ -1157,3 +1157,34 @@ async fn attach_without_an_id_takes_the_only_session() {
         "{several:?}"
     );
 }
+
+/// `holdfast show` describes a session, running or, by its whole id,
+/// ended: its command and how it ended.
+#[tokio::test]
+async fn show_describes_a_session_running_or_ended() {
+    let (_home, host, _workspace, target) = host_running("show", "read x; exit 3").await;
+    let id = target.session_id.as_str();
+    let running = stdout_of(&holdfast(&host.address, &["show", &id[..8]]));
+    assert!(
+        running.contains("command     sh -c 'read x; exit 3'")
+            && running.contains("state       alive"),
+        "{running}"
+    );
+    host.write_input(id, "x\n").await;
+    let ended = eventually("the exit to show", || async {
+        let shown = stdout_of(&holdfast(&host.address, &["show", id]));
+        shown.contains("state       exit 3").then_some(shown)
+    })
+    .await;
+    assert!(ended.contains("ended "), "{ended}");
+    let json: serde_json::Value = serde_json::from_str(&stdout_of(&holdfast(
+        &host.address,
+        &["show", "--json", id],
+    )))
+    .expect("json");
+    assert_eq!(json["exit_code"], 3);
+    assert_eq!(
+        json["argv"],
+        serde_json::json!(["sh", "-c", "read x; exit 3"])
+    );
+}

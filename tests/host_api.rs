@@ -1834,3 +1834,76 @@ async fn the_reaper_ends_a_disposal_as_it_asked() {
         "{ended:?}"
     );
 }
+
+/// `GetSession` describes one session, running or ended, hidden or not:
+/// what a list shows of it, what it was started with, and its end; a
+/// disposed or unknown session is NOT_FOUND, a bad id INVALID_ARGUMENT.
+#[tokio::test]
+async fn get_session_describes_a_session_running_or_ended() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("get").await.workspace_id;
+    let mut running = session_request(&workspace, &["sh", "-c", "read x; exit 3"]);
+    running.cwd = "/tmp".into();
+    running.title = Some("reader".into());
+    let running = host.create_session(running).await;
+    let mut hidden = session_request(&workspace, &["sleep", "1000"]);
+    hidden.listed = Some(false);
+    let hidden = host.create_session(hidden).await;
+    let terminals = host.terminals.clone();
+    let get = |id: &str| {
+        let mut terminals = terminals.clone();
+        let request = pb::GetSessionRequest {
+            session_id: id.to_owned(),
+        };
+        async move {
+            terminals
+                .get_session(request)
+                .await
+                .map(|answer| answer.into_inner().session.expect("a session"))
+        }
+    };
+
+    let listed = host.list(&workspace).await;
+    let shown = get(&running.session_id).await.expect("get a running one");
+    let in_list = listed
+        .sessions
+        .iter()
+        .find(|s| s.session_id == running.session_id)
+        .expect("listed");
+    assert_eq!(
+        pb::Session {
+            argv: Vec::new(),
+            cwd: String::new(),
+            output_offset: in_list.output_offset,
+            ..shown.clone()
+        },
+        *in_list,
+        "what a list shows of it"
+    );
+    assert_eq!(shown.argv, ["sh", "-c", "read x; exit 3"]);
+    assert_eq!((shown.cwd.as_str(), shown.ended_at), ("/tmp", None));
+    let hidden_shown = get(&hidden.session_id).await.expect("get a hidden one");
+    assert!(hidden_shown.alive && hidden_shown.pid == hidden.pid);
+
+    host.write_input(&running.session_id, "x\n").await;
+    let ended = eventually("the exit to show", || {
+        let shown = get(&running.session_id);
+        async move { shown.await.ok().filter(|s| !s.alive) }
+    })
+    .await;
+    assert_eq!((ended.exit_code, ended.signal), (Some(3), None));
+    assert!(ended.ended_at.is_some(), "{ended:?}");
+
+    terminals
+        .clone()
+        .dispose_session(pb::DisposeSessionRequest {
+            session_id: hidden.session_id.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("dispose");
+    expect_status(get(&hidden.session_id).await, Code::NotFound, "disposed");
+    expect_status(get(&uuid_like()).await, Code::NotFound, "");
+    expect_status(get("nope").await, Code::InvalidArgument, "not a valid id");
+}

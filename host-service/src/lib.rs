@@ -19,6 +19,7 @@ pub mod reaper;
 pub mod schema;
 pub mod server;
 pub mod service;
+pub mod session_view;
 pub mod status;
 pub mod store;
 pub mod stream_connections;

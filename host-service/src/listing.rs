@@ -45,6 +45,7 @@ fn session_message(session: &LiveSession, output_offset: u64) -> pb::Session {
         rows: session.rows,
         created_at: Some(session.created_at.into()),
         output_offset,
+        ..Default::default()
     }
 }
 

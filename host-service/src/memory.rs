@@ -188,6 +188,14 @@ impl Memory {
         Some(Arc::clone(&inner.sessions.get(session_id)?.input))
     }
 
+    /// Whether this process has an attach stream open to the session.
+    pub fn is_attached(&self, session_id: &str) -> bool {
+        self.inner()
+            .sessions
+            .get(session_id)
+            .is_some_and(|session| session.attachments > 0)
+    }
+
     /// Whether the session is registered.
     pub fn contains(&self, session_id: &str) -> bool {
         self.inner().sessions.contains_key(session_id)

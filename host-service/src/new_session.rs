@@ -53,7 +53,9 @@ impl NewSession {
             listed: request.listed.unwrap_or(true),
             cols,
             rows,
-            created_at: SystemTime::now(),
+            // To the microsecond, as the row keeps it, so that a session
+            // shows one creation time whether memory or its row answers.
+            created_at: store::from_micros(store::micros(SystemTime::now())),
             attached,
         };
         let row = SessionRow {
@@ -121,6 +123,7 @@ impl NewSession {
             rows: self.rows,
             created_at: Some(self.created_at.into()),
             output_offset: spawned.output_offset,
+            ..Default::default()
         }
     }
 }

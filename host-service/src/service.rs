@@ -21,6 +21,7 @@ use crate::live_sessions::{LiveSessionView, LiveSessions, Rows};
 use crate::memory::{Adoption, AttachGuard, Memory, MemorySession};
 use crate::new_session::NewSession;
 use crate::paging::Page;
+use crate::session_view;
 use crate::store::{
     self, DEFAULT_DISPOSE_GRACE, Insert, SessionRow, Status as RowStatus, Store, WorkspaceRow,
 };
@@ -899,6 +900,21 @@ impl TerminalService for Host {
             self.adopt(restored).await;
         }
         Ok(Response::new(pb::ResizeSessionResponse {}))
+    }
+
+    async fn get_session(
+        &self,
+        request: Request<pb::GetSessionRequest>,
+    ) -> Result<Response<pb::GetSessionResponse>, Status> {
+        let session_id = validate::id("session_id", &request.get_ref().session_id)?;
+        let (row, now) = tokio::join!(
+            self.undisposed_row(session_id),
+            self.daemon_session(session_id)
+        );
+        let session = session_view::describe(row?, now?, self.memory.is_attached(session_id));
+        Ok(Response::new(pb::GetSessionResponse {
+            session: Some(session),
+        }))
     }
 
     async fn dispose_session(

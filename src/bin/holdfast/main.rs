@@ -117,6 +117,15 @@ enum Command {
         /// [default: the only live session, as `tmux attach` finds it].
         id: Option<String>,
     },
+    /// Describe a session, running or ended: its command, directory,
+    /// state (exit status once it ended), size and times.
+    Show {
+        /// The session: its id, a unique start of it, or its title.
+        id: String,
+        /// Print JSON instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a session's output so far, as its program wrote it, without
     /// attaching to it; `-f` follows it to its exit.
     Logs {
@@ -510,6 +519,18 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             };
             return attach::attach(&mut clients, id, cli.detach_key).await;
         }
+        Command::Show { id, json } => {
+            let id = naming::session_id(&mut clients, &id).await?;
+            let session = clients
+                .terminals
+                .get_session(pb::GetSessionRequest { session_id: id })
+                .await
+                .map_err(refused)?
+                .into_inner()
+                .session
+                .context("the host-service returned no session")?;
+            print_session(&session, json)?;
+        }
         Command::Logs { id, follow } => {
             let reading = if follow {
                 logs::Reading::Follow
@@ -796,33 +817,86 @@ fn print_table(
 }
 
 fn list_json(list: &pb::ListSessionsResponse) -> serde_json::Value {
-    let sessions: Vec<_> = list
-        .sessions
-        .iter()
-        .map(|session| {
-            serde_json::json!({
-                "session_id": session.session_id,
-                "workspace_id": session.workspace_id,
-                "title": session.title,
-                "attached": session.attached,
-                "alive": session.alive,
-                "exit_code": session.exit_code,
-                "signal": session.signal,
-                "pid": session.pid,
-                "cols": session.cols,
-                "rows": session.rows,
-                "output_offset": session.output_offset,
-                "created_at": session.created_at.and_then(|at| SystemTime::try_from(at).ok())
-                    .map(|at| at.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_secs_f64()),
-            })
-        })
-        .collect();
+    let sessions: Vec<_> = list.sessions.iter().map(session_json).collect();
     let source = if list.source == pb::Source::MemoryOnly as i32 {
         "memory_only"
     } else {
         "complete"
     };
     serde_json::json!({ "sessions": sessions, "source": source, "degraded_reason": list.degraded_reason })
+}
+
+/// Seconds since the epoch, as JSON shows a time.
+fn epoch_seconds(at: Option<prost_types::Timestamp>) -> Option<f64> {
+    let at = SystemTime::try_from(at?).ok()?;
+    Some(
+        at.duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64(),
+    )
+}
+
+/// A session as `ls --json` shows it.
+fn session_json(session: &pb::Session) -> serde_json::Value {
+    serde_json::json!({
+        "session_id": session.session_id,
+        "workspace_id": session.workspace_id,
+        "title": session.title,
+        "attached": session.attached,
+        "alive": session.alive,
+        "exit_code": session.exit_code,
+        "signal": session.signal,
+        "pid": session.pid,
+        "cols": session.cols,
+        "rows": session.rows,
+        "output_offset": session.output_offset,
+        "created_at": epoch_seconds(session.created_at),
+    })
+}
+
+/// Prints what `show` tells of a session: a line a field, or JSON.
+fn print_session(session: &pb::Session, json: bool) -> anyhow::Result<()> {
+    if json {
+        let mut shown = session_json(session);
+        shown["argv"] = serde_json::json!(session.argv);
+        shown["cwd"] = serde_json::json!(session.cwd);
+        shown["ended_at"] = serde_json::json!(epoch_seconds(session.ended_at));
+        say!("{}", serde_json::to_string_pretty(&shown)?);
+        return Ok(());
+    }
+    let command = if session.argv.is_empty() {
+        "(the login shell)".to_owned()
+    } else {
+        shlex::try_join(session.argv.iter().map(String::as_str))
+            .unwrap_or_else(|_| session.argv.join(" "))
+    };
+    say!("id          {}", session.session_id);
+    say!("title       {}", session.title);
+    say!("workspace   {}", session.workspace_id);
+    say!("command     {command}");
+    say!(
+        "cwd         {}",
+        if session.cwd.is_empty() {
+            "(home)"
+        } else {
+            &session.cwd
+        }
+    );
+    say!("state       {}", state(session));
+    say!(
+        "attached    {}",
+        if session.attached { "yes" } else { "no" }
+    );
+    if session.pid != 0 {
+        say!("pid         {}", session.pid);
+        say!("size        {}x{}", session.cols, session.rows);
+    }
+    say!("output      {} bytes", session.output_offset);
+    say!("created     {} ago", age(session.created_at));
+    if session.ended_at.is_some() {
+        say!("ended       {} ago", age(session.ended_at));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
