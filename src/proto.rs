@@ -18,6 +18,11 @@ pub mod daemon {
 /// client that asked for a look can tell.
 pub const LOOK_METADATA: &str = "holdfast-until-now";
 
+/// The environment variable that names the session a program runs in: the
+/// host-service sets it at every spawn, as tmux sets `TMUX`, so that
+/// `holdfast attach` run in a session never attaches it to itself.
+pub const SESSION_ID_VARIABLE: &str = "HOLDFAST_SESSION_ID";
+
 /// `holdfast.host.v1`: the host-service's API.
 pub mod host {
     /// Version 1 of the host API.

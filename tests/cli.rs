@@ -1188,3 +1188,31 @@ async fn show_describes_a_session_running_or_ended() {
         serde_json::json!(["sh", "-c", "read x; exit 3"])
     );
 }
+
+/// A session knows its id (`HOLDFAST_SESSION_ID`, as tmux sets `TMUX`),
+/// so `holdfast attach` run in it never attaches it to itself: named, it
+/// is refused; unnamed, it is no candidate.
+#[tokio::test]
+async fn a_session_is_never_attached_to_itself() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("self").await.workspace_id;
+    let cli = binary("holdfast");
+    let cli = cli.to_str().expect("utf-8 path");
+    let address = &host.address;
+    let script = format!(
+        "{cli} --addr {address} attach \"$HOLDFAST_SESSION_ID\"; echo named:$?; \
+         {cli} --addr {address} attach; echo unnamed:$?"
+    );
+    let session = host
+        .create_session(session_request(&workspace, &["sh", "-c", &script]))
+        .await;
+    let mut output = host.attach(&session.session_id, None).await;
+    let shown = receive_host_text(&mut output, "unnamed:").await;
+    assert!(
+        shown.contains("attached to itself")
+            && shown.contains("named:1")
+            && shown.contains("there is no live session"),
+        "{shown}"
+    );
+}

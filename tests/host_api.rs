@@ -1907,3 +1907,40 @@ async fn get_session_describes_a_session_running_or_ended() {
     expect_status(get(&uuid_like()).await, Code::NotFound, "");
     expect_status(get("nope").await, Code::InvalidArgument, "not a valid id");
 }
+
+/// Once the daemon has forgotten an ended session (past its exit
+/// retention), `GetSession` still tells its end, from the row.
+#[tokio::test]
+async fn get_session_tells_the_end_the_daemon_forgot() {
+    let home = HostHome::new();
+    let mut host = home
+        .start_with_env(&[], &[("HOLDFAST_EXIT_RETENTION_SECS", "1")])
+        .await;
+    let workspace = host.create_workspace("forgotten").await.workspace_id;
+    let session = host
+        .create_session(session_request(&workspace, &["sh", "-c", "exit 3"]))
+        .await;
+    let terminals = host.terminals.clone();
+    let forgotten = eventually("the daemon to forget it", || {
+        let request = pb::GetSessionRequest {
+            session_id: session.session_id.clone(),
+        };
+        let mut terminals = terminals.clone();
+        async move {
+            let shown = terminals
+                .get_session(request)
+                .await
+                .ok()?
+                .into_inner()
+                .session?;
+            (shown.pid == 0).then_some(shown)
+        }
+    })
+    .await;
+    assert_eq!(
+        (forgotten.alive, forgotten.exit_code, forgotten.argv.len()),
+        (false, Some(3), 3),
+        "{forgotten:?}"
+    );
+    assert!(forgotten.ended_at.is_some(), "{forgotten:?}");
+}

@@ -188,6 +188,11 @@ impl Memory {
         Some(Arc::clone(&inner.sessions.get(session_id)?.input))
     }
 
+    /// The session's last known title, if it is registered.
+    pub fn title(&self, session_id: &str) -> Option<String> {
+        Some(self.inner().sessions.get(session_id)?.title.clone())
+    }
+
     /// Whether this process has an attach stream open to the session.
     pub fn is_attached(&self, session_id: &str) -> bool {
         self.inner()

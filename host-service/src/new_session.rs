@@ -76,11 +76,15 @@ impl NewSession {
             dispose_grace_ms: None,
             dispose_deadline: None,
         };
+        let mut env = request.env;
+        // Which session a program runs in, as tmux sets TMUX: so that
+        // `holdfast attach` in a session does not attach it to itself.
+        env.insert(holdfast::proto::SESSION_ID_VARIABLE.into(), new.id.clone());
         let spawn = daemon::SpawnRequest {
             session_id: new.id.clone(),
             argv: request.argv,
             cwd: request.cwd,
-            env: request.env,
+            env,
             cols,
             rows,
         };

@@ -907,11 +907,21 @@ impl TerminalService for Host {
         request: Request<pb::GetSessionRequest>,
     ) -> Result<Response<pb::GetSessionResponse>, Status> {
         let session_id = validate::id("session_id", &request.get_ref().session_id)?;
-        let (row, now) = tokio::join!(
-            self.undisposed_row(session_id),
-            self.daemon_session(session_id)
-        );
-        let session = session_view::describe(row?, now?, self.memory.is_attached(session_id));
+        // The row first: an unknown id is answered without the daemon.
+        let row = self.undisposed_row(session_id).await?;
+        let now = match self.daemon_session(session_id).await {
+            Ok(now) => now,
+            // Its row holds the whole of an ended session.
+            Err(Error::DaemonDown(_) | Error::DaemonUnavailable(_))
+                if row.status() == RowStatus::Exited =>
+            {
+                None
+            }
+            Err(error) => return Err(error.into()),
+        };
+        let remembered = self.memory.title(session_id);
+        let session =
+            session_view::describe(row, now, remembered, self.memory.is_attached(session_id));
         Ok(Response::new(pb::GetSessionResponse {
             session: Some(session),
         }))

@@ -8,19 +8,35 @@ use holdfast::proto::host::v1 as pb;
 use crate::store::{self, SessionRow};
 
 /// The session of `row`, as the daemon reports it (`None`: it no longer
-/// knows it: forgotten after its exit, or lost with a daemon that died),
-/// with `attached` from this process's memory.
-pub fn describe(row: SessionRow, now: Option<daemon::Session>, attached: bool) -> pb::Session {
+/// knows it: forgotten after its exit, lost with a daemon that died, or
+/// the daemon is down and the row holds its end), with the title and
+/// `attached` this process's memory holds of it, as lists show them.
+pub fn describe(
+    row: SessionRow,
+    now: Option<daemon::Session>,
+    remembered_title: Option<String>,
+    attached: bool,
+) -> pb::Session {
     let argv = serde_json::from_str(&row.argv).unwrap_or_default();
     let created_at = Some(store::from_micros(row.created_at).into());
-    let recorded_end = row
-        .ended_at
-        .map(|at| prost_types::Timestamp::from(store::from_micros(at)));
+    // Times to the microsecond, as rows keep them, so that a session's
+    // end reads the same before and after the daemon forgets it.
+    let to_micros = |at: std::time::SystemTime| store::from_micros(store::micros(at)).into();
+    let recorded_end = row.ended_at.map(|at| store::from_micros(at).into());
+    // The program's own title once it set one, else the last one known, as
+    // a list picks it.
+    let title = |daemon_title: String| {
+        if !daemon_title.is_empty() {
+            daemon_title
+        } else {
+            remembered_title.unwrap_or(row.title)
+        }
+    };
     let Some(now) = now else {
         return pb::Session {
             session_id: row.id,
             workspace_id: row.workspace_id,
-            title: row.title,
+            title: title(String::new()),
             attached,
             alive: false,
             exit_code: row.exit_code,
@@ -35,12 +51,7 @@ pub fn describe(row: SessionRow, now: Option<daemon::Session>, attached: bool) -
     pb::Session {
         session_id: row.id,
         workspace_id: row.workspace_id,
-        // The program's own title, once it set one.
-        title: if now.title.is_empty() {
-            row.title
-        } else {
-            now.title
-        },
+        title: title(now.title),
         attached,
         alive: now.alive,
         exit_code: now.exit_code,
@@ -55,7 +66,11 @@ pub fn describe(row: SessionRow, now: Option<daemon::Session>, attached: bool) -
         ended_at: if now.alive {
             None
         } else {
-            now.exited_at.or(recorded_end)
+            recorded_end.or_else(|| {
+                now.exited_at
+                    .and_then(|at| std::time::SystemTime::try_from(at).ok())
+                    .map(to_micros)
+            })
         },
     }
 }

@@ -517,6 +517,13 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 Some(id) => naming::session_id(&mut clients, &id).await?,
                 None => naming::the_only_session(&mut clients).await?,
             };
+            if std::env::var(holdfast::proto::SESSION_ID_VARIABLE)
+                .is_ok_and(|this_one| this_one == id)
+            {
+                bail!(
+                    "this terminal is session {id}: attached to itself, it would show its own output back to itself for ever"
+                );
+            }
             return attach::attach(&mut clients, id, cli.detach_key).await;
         }
         Command::Show { id, json } => {
@@ -560,8 +567,8 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             let asked_more = signal != pb::Signal::Hup || time.is_some();
             if asked_more && disposed.signal == pb::Signal::Unspecified as i32 {
                 eprintln!(
-                    "note: this host-service is older than this holdfast and did not read -s or -t: \
-                     it sent SIGHUP, then SIGKILL after 1 s"
+                    "note: this host-service did not say it read -s or -t: one that predates them \
+                     sends SIGHUP, then SIGKILL after 1 s"
                 );
             }
         }
@@ -887,11 +894,12 @@ fn print_session(session: &pb::Session, json: bool) -> anyhow::Result<()> {
         "attached    {}",
         if session.attached { "yes" } else { "no" }
     );
+    // Nothing remembers these of a session the daemon has forgotten.
     if session.pid != 0 {
         say!("pid         {}", session.pid);
         say!("size        {}x{}", session.cols, session.rows);
+        say!("output      {} bytes", session.output_offset);
     }
-    say!("output      {} bytes", session.output_offset);
     say!("created     {} ago", age(session.created_at));
     if session.ended_at.is_some() {
         say!("ended       {} ago", age(session.ended_at));

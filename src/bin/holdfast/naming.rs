@@ -76,17 +76,28 @@ pub async fn the_only_session(clients: &mut Clients) -> anyhow::Result<String> {
     }
 }
 
-/// The live sessions of every open workspace that `pick` takes.
+/// The live sessions of every open workspace that `pick` takes, but the
+/// one this command runs in, if it runs in one. Refused while a list is
+/// memory-only: a session missing from it would be guessed past.
 async fn live_sessions(
     clients: &mut Clients,
     pick: impl Fn(&pb::Session) -> bool,
 ) -> anyhow::Result<Vec<pb::Session>> {
-    Ok(every_open_list(clients)
-        .await?
-        .into_iter()
-        .flat_map(|(_, list)| list.sessions)
-        .filter(|session| pick(session))
-        .collect())
+    let this_one = std::env::var(holdfast::proto::SESSION_ID_VARIABLE).ok();
+    let mut found = Vec::new();
+    for (workspace, list) in every_open_list(clients).await? {
+        if list.source == pb::Source::MemoryOnly as i32 {
+            bail!(
+                "workspace {:?} can only be listed from memory for now ({}): name the session by its whole id",
+                workspace.name,
+                list.degraded_reason
+            );
+        }
+        found.extend(list.sessions.into_iter().filter(|session| {
+            this_one.as_deref() != Some(session.session_id.as_str()) && pick(session)
+        }));
+    }
+    Ok(found)
 }
 
 /// Sessions as an error names them: id and title.
