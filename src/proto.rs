@@ -19,8 +19,9 @@ pub mod daemon {
 pub const LOOK_METADATA: &str = "holdfast-until-now";
 
 /// The environment variable that names the session a program runs in: the
-/// host-service sets it at every spawn, as tmux sets `TMUX`, so that
-/// `holdfast attach` run in a session never attaches it to itself.
+/// host-service sets it at every spawn (over any value a client names), as
+/// tmux sets `TMUX`, so that `holdfast attach` run in a session does not
+/// attach that very session to itself.
 pub const SESSION_ID_VARIABLE: &str = "HOLDFAST_SESSION_ID";
 
 /// `holdfast.host.v1`: the host-service's API.

@@ -1190,8 +1190,9 @@ async fn show_describes_a_session_running_or_ended() {
 }
 
 /// A session knows its id (`HOLDFAST_SESSION_ID`, as tmux sets `TMUX`),
-/// so `holdfast attach` run in it never attaches it to itself: named, it
-/// is refused; unnamed, it is no candidate.
+/// so `holdfast attach` run in it does not attach it to itself: named, it
+/// is refused; unnamed, it is no candidate. Other commands find it as any
+/// other.
 #[tokio::test]
 async fn a_session_is_never_attached_to_itself() {
     let home = HostHome::new();
@@ -1201,7 +1202,8 @@ async fn a_session_is_never_attached_to_itself() {
     let cli = cli.to_str().expect("utf-8 path");
     let address = &host.address;
     let script = format!(
-        "{cli} --addr {address} attach \"$HOLDFAST_SESSION_ID\"; echo named:$?; \
+        "{cli} --addr {address} show \"${{HOLDFAST_SESSION_ID%%-*}}\" > /dev/null; echo shown:$?; \
+         {cli} --addr {address} attach \"$HOLDFAST_SESSION_ID\"; echo named:$?; \
          {cli} --addr {address} attach; echo unnamed:$?"
     );
     let session = host
@@ -1210,9 +1212,36 @@ async fn a_session_is_never_attached_to_itself() {
     let mut output = host.attach(&session.session_id, None).await;
     let shown = receive_host_text(&mut output, "unnamed:").await;
     assert!(
-        shown.contains("attached to itself")
+        shown.contains("shown:0")
+            && shown.contains("attached to itself")
             && shown.contains("named:1")
             && shown.contains("there is no live session"),
         "{shown}"
+    );
+}
+
+/// While a list can only come from memory (here: the daemon stopped), a
+/// session missing from it could be passed over, so a lookup by title or
+/// id start is refused rather than guessed; a whole id still works.
+#[tokio::test]
+async fn lookups_refuse_a_list_from_memory() {
+    let (home, host, _workspace, target) = host_running("memory", "exec sleep 1000").await;
+    let daemon = home.serving_daemon_pid().await.expect("a daemon serves");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(daemon).expect("pid"),
+        rustix::process::Signal::STOP,
+    )
+    .expect("SIGSTOP the daemon");
+    stopped(daemon).await;
+    let guessed = holdfast(&host.address, &["show", &target.session_id[..8]]);
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(daemon).expect("pid"),
+        rustix::process::Signal::CONT,
+    )
+    .expect("SIGCONT the daemon");
+    assert!(!guessed.status.success());
+    assert!(
+        String::from_utf8_lossy(&guessed.stderr).contains("can only be listed from memory"),
+        "{guessed:?}"
     );
 }

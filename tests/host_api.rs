@@ -1914,13 +1914,32 @@ async fn get_session_describes_a_session_running_or_ended() {
 async fn get_session_tells_the_end_the_daemon_forgot() {
     let home = HostHome::new();
     let mut host = home
-        .start_with_env(&[], &[("HOLDFAST_EXIT_RETENTION_SECS", "1")])
+        .start_with_env(&[], &[("HOLDFAST_EXIT_RETENTION_SECS", "3")])
         .await;
     let workspace = host.create_workspace("forgotten").await.workspace_id;
     let session = host
         .create_session(session_request(&workspace, &["sh", "-c", "exit 3"]))
         .await;
     let terminals = host.terminals.clone();
+    let get = || {
+        let request = pb::GetSessionRequest {
+            session_id: session.session_id.clone(),
+        };
+        let mut terminals = terminals.clone();
+        async move {
+            terminals
+                .get_session(request)
+                .await
+                .ok()?
+                .into_inner()
+                .session
+        }
+    };
+    // Ended, and still known to the daemon.
+    let ended = eventually("the exit", || async {
+        get().await.filter(|shown| !shown.alive && shown.pid != 0)
+    })
+    .await;
     let forgotten = eventually("the daemon to forget it", || {
         let request = pb::GetSessionRequest {
             session_id: session.session_id.clone(),
@@ -1943,4 +1962,8 @@ async fn get_session_tells_the_end_the_daemon_forgot() {
         "{forgotten:?}"
     );
     assert!(forgotten.ended_at.is_some(), "{forgotten:?}");
+    assert_eq!(
+        forgotten.ended_at, ended.ended_at,
+        "the same end, before and after"
+    );
 }

@@ -65,7 +65,13 @@ pub async fn session_id(clients: &mut Clients, given: &str) -> anyhow::Result<St
 /// The id of the one live session in every open workspace, for a command
 /// that names none; with several, which there are.
 pub async fn the_only_session(clients: &mut Clients) -> anyhow::Result<String> {
-    let mut found = live_sessions(clients, |_| true).await?;
+    // Never the one this command runs in: attached to itself, a session
+    // would show its own output back to itself for ever.
+    let this_one = std::env::var(holdfast::proto::SESSION_ID_VARIABLE).ok();
+    let mut found = live_sessions(clients, |session| {
+        this_one.as_deref() != Some(session.session_id.as_str())
+    })
+    .await?;
     match found.len() {
         1 => Ok(found.remove(0).session_id),
         0 => bail!("there is no live session to attach to (`holdfast new -a` starts one)"),
@@ -76,14 +82,13 @@ pub async fn the_only_session(clients: &mut Clients) -> anyhow::Result<String> {
     }
 }
 
-/// The live sessions of every open workspace that `pick` takes, but the
-/// one this command runs in, if it runs in one. Refused while a list is
-/// memory-only: a session missing from it would be guessed past.
+/// The live sessions of every open workspace that `pick` takes. Refused
+/// while a list is memory-only: a session missing from it would be
+/// guessed past.
 async fn live_sessions(
     clients: &mut Clients,
     pick: impl Fn(&pb::Session) -> bool,
 ) -> anyhow::Result<Vec<pb::Session>> {
-    let this_one = std::env::var(holdfast::proto::SESSION_ID_VARIABLE).ok();
     let mut found = Vec::new();
     for (workspace, list) in every_open_list(clients).await? {
         if list.source == pb::Source::MemoryOnly as i32 {
@@ -93,9 +98,7 @@ async fn live_sessions(
                 list.degraded_reason
             );
         }
-        found.extend(list.sessions.into_iter().filter(|session| {
-            this_one.as_deref() != Some(session.session_id.as_str()) && pick(session)
-        }));
+        found.extend(list.sessions.into_iter().filter(|session| pick(session)));
     }
     Ok(found)
 }
