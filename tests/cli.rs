@@ -1226,19 +1226,10 @@ async fn a_session_is_never_attached_to_itself() {
 #[tokio::test]
 async fn lookups_refuse_a_list_from_memory() {
     let (home, host, _workspace, target) = host_running("memory", "exec sleep 1000").await;
-    let daemon = home.serving_daemon_pid().await.expect("a daemon serves");
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(daemon).expect("pid"),
-        rustix::process::Signal::STOP,
-    )
-    .expect("SIGSTOP the daemon");
-    stopped(daemon).await;
+    let daemon = hang_the_daemon(&home).await;
     let guessed = holdfast(&host.address, &["show", &target.session_id[..8]]);
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(daemon).expect("pid"),
-        rustix::process::Signal::CONT,
-    )
-    .expect("SIGCONT the daemon");
+    rustix::process::kill_process(daemon, rustix::process::Signal::CONT)
+        .expect("SIGCONT the daemon");
     assert!(!guessed.status.success());
     assert!(
         String::from_utf8_lossy(&guessed.stderr).contains("can only be listed from memory"),

@@ -15,17 +15,6 @@ use support::*;
 use tonic::transport::Channel;
 use tonic_health::pb::health_check_response::ServingStatus;
 
-/// SIGSTOPs the daemon serving `home` and waits until it has stopped
-/// (kill() returns before it has, and a request sent at once could still
-/// be answered); returns its pid.
-async fn hang_the_daemon(home: &HostHome) -> Pid {
-    let daemon = home.serving_daemon_pid().await.expect("a daemon serves");
-    let daemon = Pid::from_raw(daemon).expect("pid");
-    rustix::process::kill_process(daemon, Signal::STOP).expect("SIGSTOP the daemon");
-    stopped(daemon.as_raw_nonzero().get()).await;
-    daemon
-}
-
 #[tokio::test]
 async fn background_sessions_survive_host_restarts_in_every_list() {
     let home = HostHome::new();

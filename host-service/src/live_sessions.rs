@@ -568,7 +568,9 @@ fn next_list_generation() -> u64 {
     .fetch_add(1, Ordering::Relaxed)
 }
 
-fn pick_title(from_daemon: &str, known: &str) -> String {
+/// A session's title as every view shows it: the program's own, once it
+/// set one, else the last one known (remembered, or given at creation).
+pub fn pick_title(from_daemon: &str, known: &str) -> String {
     if from_daemon.is_empty() {
         known
     } else {

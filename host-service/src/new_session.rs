@@ -8,6 +8,7 @@ use holdfast::proto::daemon::v1 as daemon;
 use holdfast::proto::host::v1 as pb;
 
 use crate::error::Result;
+use crate::live_sessions::pick_title;
 use crate::memory::MemorySession;
 use crate::store::{self, SessionRow};
 use crate::validate;
@@ -113,11 +114,7 @@ impl NewSession {
         pb::Session {
             session_id: self.id,
             workspace_id: self.workspace_id,
-            title: if spawned.title.is_empty() {
-                self.title
-            } else {
-                spawned.title
-            },
+            title: pick_title(&spawned.title, &self.title),
             attached: self.attached,
             alive: spawned.alive,
             exit_code: spawned.exit_code,

@@ -114,8 +114,7 @@ impl Reaper {
                         .unwrap_or(daemon::Signal::Hup);
                     let grace = row.dispose_grace();
                     if self.kill(id, signal, grace).await {
-                        let deadline = listed_at
-                            .saturating_add(i64::try_from(grace.as_micros()).unwrap_or(i64::MAX));
+                        let deadline = listed_at.saturating_add(store::duration_micros(grace));
                         self.store.set_dispose_deadline(id, deadline).await?;
                     }
                     report.killed_stamped += 1;
@@ -190,7 +189,7 @@ impl Reaper {
         let request = daemon::KillRequest {
             session_id: session_id.to_owned(),
             signal: signal.into(),
-            grace_ms: Some(u32::try_from(grace.as_millis()).unwrap_or(u32::MAX)),
+            grace_ms: Some(crate::validate::grace_ms(grace)),
         };
         match tokio::time::timeout(DAEMON_PATIENCE, client.kill(request)).await {
             Ok(Ok(_)) => true,

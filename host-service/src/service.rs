@@ -201,8 +201,7 @@ impl Host {
         let kill = self.request(daemon::KillRequest {
             session_id: session_id.to_owned(),
             signal: signal.into(),
-            // Within validate::MAX_GRACE_MS, or the default.
-            grace_ms: Some(u32::try_from(grace.as_millis()).unwrap_or(validate::MAX_GRACE_MS)),
+            grace_ms: Some(validate::grace_ms(grace)),
         });
         self.daemon_call("kill", client.kill(kill)).await.map(drop)
     }
@@ -462,21 +461,22 @@ impl Host {
     async fn dispose(
         &self,
         session_id: String,
-        signal: daemon::Signal,
+        signal: pb::Signal,
         grace: Duration,
     ) -> Result<pb::DisposeSessionResponse> {
+        let sent = validate::daemon_signal(signal);
         let now = store::micros(SystemTime::now());
         // Stamp first: from here on it is never listed, whatever happens next.
         let stamp = self
             .store
-            .stamp_dispose(&session_id, now, signal.into(), grace)
+            .stamp_dispose(&session_id, now, sent.into(), grace)
             .await
             .map_err(Error::from)?
             .ok_or_else(|| Error::SessionNotFound(session_id.clone()))?;
         self.memory.remove(&session_id);
         // Each disposal sends its own signal, as `docker kill` after a
         // `docker stop` does: a SIGKILL need not wait out an earlier grace.
-        match self.kill_with(&session_id, signal, grace).await {
+        match self.kill_with(&session_id, sent, grace).await {
             // The exit, when the daemon reports it, marks the row disposed.
             Ok(_) => {}
             Err(Error::Daemon(status)) if status.code() == tonic::Code::NotFound => {
@@ -501,8 +501,8 @@ impl Host {
         tracing::info!(%session_id, ?signal, ?grace, "session disposed");
         Ok(pb::DisposeSessionResponse {
             dispose_requested_at: timestamp(store::from_micros(stamp)),
-            signal: host_signal(signal).into(),
-            grace_ms: u32::try_from(grace.as_millis()).unwrap_or(validate::MAX_GRACE_MS),
+            signal: signal.into(),
+            grace_ms: validate::grace_ms(grace),
         })
     }
 
@@ -938,19 +938,6 @@ impl TerminalService for Host {
         let disposed =
             to_completion(async move { host.dispose(session_id, signal, grace).await }).await?;
         Ok(Response::new(disposed))
-    }
-}
-
-/// A disposal's signal as the host's API names it.
-fn host_signal(signal: daemon::Signal) -> pb::Signal {
-    match signal {
-        daemon::Signal::Unspecified | daemon::Signal::Hup => pb::Signal::Hup,
-        daemon::Signal::Int => pb::Signal::Int,
-        daemon::Signal::Quit => pb::Signal::Quit,
-        daemon::Signal::Kill => pb::Signal::Kill,
-        daemon::Signal::Term => pb::Signal::Term,
-        // Never asked for by a disposal (validate::disposal).
-        daemon::Signal::Usr1 | daemon::Signal::Usr2 => pb::Signal::Unspecified,
     }
 }
 

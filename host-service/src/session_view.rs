@@ -5,6 +5,7 @@
 use holdfast::proto::daemon::v1 as daemon;
 use holdfast::proto::host::v1 as pb;
 
+use crate::live_sessions::pick_title;
 use crate::store::{self, SessionRow};
 
 /// The session of `row`, as the daemon reports it (`None`: it no longer
@@ -23,20 +24,12 @@ pub fn describe(
     // end reads the same before and after the daemon forgets it.
     let to_micros = |at: std::time::SystemTime| store::from_micros(store::micros(at)).into();
     let recorded_end = row.ended_at.map(|at| store::from_micros(at).into());
-    // The program's own title once it set one, else the last one known, as
-    // a list picks it.
-    let title = |daemon_title: String| {
-        if !daemon_title.is_empty() {
-            daemon_title
-        } else {
-            remembered_title.unwrap_or(row.title)
-        }
-    };
+    let known = remembered_title.unwrap_or(row.title);
     let Some(now) = now else {
         return pb::Session {
             session_id: row.id,
             workspace_id: row.workspace_id,
-            title: title(String::new()),
+            title: known,
             attached,
             alive: false,
             exit_code: row.exit_code,
@@ -51,7 +44,7 @@ pub fn describe(
     pb::Session {
         session_id: row.id,
         workspace_id: row.workspace_id,
-        title: title(now.title),
+        title: pick_title(&now.title, &known),
         attached,
         alive: now.alive,
         exit_code: now.exit_code,

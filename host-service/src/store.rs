@@ -193,7 +193,8 @@ pub const DEFAULT_DISPOSE_GRACE: Duration = Duration::from_secs(1);
 /// How long after a disposal's deadline its session may take to go.
 const DISPOSE_SETTLING: Duration = Duration::from_secs(2);
 
-fn duration_micros(duration: Duration) -> i64 {
+/// `duration` in microseconds, as rows keep times.
+pub fn duration_micros(duration: Duration) -> i64 {
     i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
 }
 

@@ -96,10 +96,10 @@ fn is_hidden_or_reordering(c: char) -> bool {
     )
 }
 
-/// A disposal's first signal, as the daemon takes it, and its grace
+/// A disposal's first signal (SIGHUP if none is given) and its grace
 /// period (the default if none is given; none for SIGKILL, which leaves
 /// nothing to wait for).
-pub fn disposal(signal: i32, grace_ms: Option<u32>) -> Result<(daemon::Signal, Duration)> {
+pub fn disposal(signal: i32, grace_ms: Option<u32>) -> Result<(pb::Signal, Duration)> {
     let signal = pb::Signal::try_from(signal).map_err(|_| {
         Error::InvalidArgument(format!(
             "signal {signal} is not one a disposal sends: SIGNAL_HUP (the default), SIGNAL_INT, \
@@ -116,12 +116,27 @@ pub fn disposal(signal: i32, grace_ms: Option<u32>) -> Result<(daemon::Signal, D
         }
     };
     Ok(match signal {
-        pb::Signal::Unspecified | pb::Signal::Hup => (daemon::Signal::Hup, grace),
-        pb::Signal::Int => (daemon::Signal::Int, grace),
-        pb::Signal::Quit => (daemon::Signal::Quit, grace),
-        pb::Signal::Term => (daemon::Signal::Term, grace),
-        pb::Signal::Kill => (daemon::Signal::Kill, Duration::ZERO),
+        pb::Signal::Unspecified => (pb::Signal::Hup, grace),
+        pb::Signal::Kill => (pb::Signal::Kill, Duration::ZERO),
+        signal => (signal, grace),
     })
+}
+
+/// A disposal's signal as the daemon's API names it.
+pub fn daemon_signal(signal: pb::Signal) -> daemon::Signal {
+    match signal {
+        pb::Signal::Unspecified | pb::Signal::Hup => daemon::Signal::Hup,
+        pb::Signal::Int => daemon::Signal::Int,
+        pb::Signal::Quit => daemon::Signal::Quit,
+        pb::Signal::Kill => daemon::Signal::Kill,
+        pb::Signal::Term => daemon::Signal::Term,
+    }
+}
+
+/// A grace period as the APIs carry it, in milliseconds (a disposal's is
+/// at most [`MAX_GRACE_MS`]).
+pub fn grace_ms(grace: Duration) -> u32 {
+    u32::try_from(grace.as_millis()).unwrap_or(u32::MAX)
 }
 
 /// Terminal sizes: 1 to 10,000 each way.

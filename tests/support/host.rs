@@ -428,3 +428,15 @@ pub async fn http1_call(address: &str, host: Option<&str>, head: &str, body: &st
         .expect("read");
     String::from_utf8_lossy(&response).to_ascii_lowercase()
 }
+
+/// SIGSTOPs the daemon serving `home` and waits until it has stopped
+/// (kill() returns before it has, and a request sent at once could still
+/// be answered); returns its pid.
+pub async fn hang_the_daemon(home: &HostHome) -> rustix::process::Pid {
+    let daemon = home.serving_daemon_pid().await.expect("a daemon serves");
+    let daemon = rustix::process::Pid::from_raw(daemon).expect("pid");
+    rustix::process::kill_process(daemon, rustix::process::Signal::STOP)
+        .expect("SIGSTOP the daemon");
+    super::stopped(daemon.as_raw_nonzero().get()).await;
+    daemon
+}

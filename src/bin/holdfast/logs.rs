@@ -108,11 +108,7 @@ pub async fn logs(
 /// Says how the session ended, as `docker wait` does, and returns the
 /// exit status that tells it.
 fn ended(exited: &pb::Exited) -> u8 {
-    match (exited.exit_code, exited.signal) {
-        (Some(code), _) => say!("exit {code}"),
-        (None, Some(signal)) => say!("signal {signal}"),
-        (None, None) => say!("ended"),
-    }
+    say!("{}", crate::ending(exited.exit_code, exited.signal));
     exit_status(exited.exit_code, exited.signal)
 }
 

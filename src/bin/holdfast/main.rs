@@ -345,10 +345,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Workspace(WorkspaceCommand::Create { name }) => {
             let workspaces = list_workspaces(&mut clients).await?;
-            if let Some(taken) = workspaces
-                .iter()
-                .find(|w| w.name == name && w.closed_at.is_none())
-            {
+            if let Some(taken) = open_named(&workspaces, &name).next() {
                 bail!(
                     "an open workspace is already named {name:?} ({}): `--workspace {name}` uses it",
                     taken.workspace_id
@@ -517,9 +514,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 Some(id) => naming::session_id(&mut clients, &id).await?,
                 None => naming::the_only_session(&mut clients).await?,
             };
-            if std::env::var(holdfast::proto::SESSION_ID_VARIABLE)
-                .is_ok_and(|this_one| this_one == id)
-            {
+            if naming::this_session().is_some_and(|this_one| this_one == id) {
                 bail!(
                     "this terminal is session {id}: attached to itself, it would show its own output back to itself for ever"
                 );
@@ -619,21 +614,28 @@ async fn list_workspaces(clients: &mut Clients) -> anyhow::Result<Vec<pb::Worksp
     }
 }
 
-/// A workspace by id, or the newest open one with that name.
+/// The open workspaces named `name`, oldest first as `workspaces` are.
+fn open_named<'a>(
+    workspaces: &'a [pb::Workspace],
+    name: &'a str,
+) -> impl Iterator<Item = &'a pb::Workspace> {
+    workspaces
+        .iter()
+        .filter(move |w| w.name == name && w.closed_at.is_none())
+}
+
+/// A workspace by id, or the one open workspace with that name.
 async fn find_workspace(clients: &mut Clients, name_or_id: &str) -> anyhow::Result<pb::Workspace> {
     let workspaces = list_workspaces(clients).await?;
     if let Some(workspace) = workspaces.iter().find(|w| w.workspace_id == name_or_id) {
         return Ok(workspace.clone());
     }
-    let mut named: Vec<pb::Workspace> = workspaces
-        .into_iter()
-        .filter(|w| w.name == name_or_id && w.closed_at.is_none())
-        .collect();
+    let named: Vec<&pb::Workspace> = open_named(&workspaces, name_or_id).collect();
     match named.len() {
         0 => bail!(
             "no open workspace is named or has the id {name_or_id:?} (see `holdfast workspace list`)"
         ),
-        1 => Ok(named.remove(0)),
+        1 => Ok(named[0].clone()),
         // The API lets two have one name; a guess could put sessions
         // where the user never looks.
         count => bail!(
@@ -703,11 +705,10 @@ async fn workspace_or_default(
 /// The id of the oldest open workspace named [`DEFAULT_WORKSPACE`].
 async fn oldest_default(clients: &mut Clients) -> anyhow::Result<Option<String>> {
     // Listed oldest first.
-    Ok(list_workspaces(clients)
-        .await?
-        .into_iter()
-        .find(|w| w.name == DEFAULT_WORKSPACE && w.closed_at.is_none())
-        .map(|w| w.workspace_id))
+    let workspaces = list_workspaces(clients).await?;
+    Ok(open_named(&workspaces, DEFAULT_WORKSPACE)
+        .next()
+        .map(|w| w.workspace_id.clone()))
 }
 
 fn age(created_at: Option<prost_types::Timestamp>) -> String {
@@ -727,11 +728,19 @@ fn age(created_at: Option<prost_types::Timestamp>) -> String {
 }
 
 fn state(session: &pb::Session) -> String {
-    match (session.alive, session.exit_code, session.signal) {
-        (true, _, _) => "alive".into(),
-        (false, Some(code), _) => format!("exit {code}"),
-        (false, None, Some(signal)) => format!("signal {signal}"),
-        (false, None, None) => "exited".into(),
+    if session.alive {
+        "alive".into()
+    } else {
+        ending(session.exit_code, session.signal)
+    }
+}
+
+/// How a session ended, as `ls`, `show` and `wait` say it.
+fn ending(exit_code: Option<i32>, signal: Option<i32>) -> String {
+    match (exit_code, signal) {
+        (Some(code), _) => format!("exit {code}"),
+        (None, Some(signal)) => format!("signal {signal}"),
+        (None, None) => "exited".into(),
     }
 }
 
@@ -874,8 +883,7 @@ fn print_session(session: &pb::Session, json: bool) -> anyhow::Result<()> {
     let command = if session.argv.is_empty() {
         "(the login shell)".to_owned()
     } else {
-        shlex::try_join(session.argv.iter().map(String::as_str))
-            .unwrap_or_else(|_| session.argv.join(" "))
+        naming::command_line(&session.argv).unwrap_or_else(|| session.argv.join(" "))
     };
     say!("id          {}", session.session_id);
     say!("title       {}", session.title);

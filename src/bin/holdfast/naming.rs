@@ -18,8 +18,7 @@ const TITLE_CHARS: usize = 200;
 /// `?`, cut to the length titles may have. None for the login shell, which
 /// names itself.
 pub fn title_of(command: &[String]) -> Option<String> {
-    let typed = shlex::try_join(command.iter().map(String::as_str)).ok()?;
-    let shown: String = typed
+    let shown: String = command_line(command)?
         .chars()
         .map(|c| {
             if c.is_control() || !(c.is_ascii() || c.is_alphanumeric()) {
@@ -31,6 +30,17 @@ pub fn title_of(command: &[String]) -> Option<String> {
         .take(TITLE_CHARS)
         .collect();
     (!shown.is_empty()).then_some(shown)
+}
+
+/// `argv` as a shell would take it, quoted where it must be; `None` if
+/// no shell could (a NUL byte).
+pub fn command_line(argv: &[String]) -> Option<String> {
+    shlex::try_join(argv.iter().map(String::as_str)).ok()
+}
+
+/// The session this command runs in, if it runs in one.
+pub fn this_session() -> Option<String> {
+    std::env::var(holdfast::proto::SESSION_ID_VARIABLE).ok()
 }
 
 /// The id of the session `given` names: a whole id as it is, else the one
@@ -67,7 +77,7 @@ pub async fn session_id(clients: &mut Clients, given: &str) -> anyhow::Result<St
 pub async fn the_only_session(clients: &mut Clients) -> anyhow::Result<String> {
     // Never the one this command runs in: attached to itself, a session
     // would show its own output back to itself for ever.
-    let this_one = std::env::var(holdfast::proto::SESSION_ID_VARIABLE).ok();
+    let this_one = this_session();
     let mut found = live_sessions(clients, |session| {
         this_one.as_deref() != Some(session.session_id.as_str())
     })
