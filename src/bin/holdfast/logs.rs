@@ -108,7 +108,7 @@ pub async fn logs(
 /// Says how the session ended, as `docker wait` does, and returns the
 /// exit status that tells it.
 fn ended(exited: &pb::Exited) -> u8 {
-    say!("{}", crate::ending(exited.exit_code, exited.signal));
+    say!("{}", crate::shown::ending(exited.exit_code, exited.signal));
     exit_status(exited.exit_code, exited.signal)
 }
 

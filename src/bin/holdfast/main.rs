@@ -1,7 +1,7 @@
 //! `holdfast`: the command line for people at a terminal. It talks to the
 //! host-service, like every other client.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
@@ -191,6 +191,7 @@ mod environment;
 mod logs;
 mod naming;
 mod own_server;
+mod shown;
 mod stdout;
 mod terminal_modes;
 
@@ -367,7 +368,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                     "{:<36}  {:<8}  {:<10}  {}",
                     workspace.workspace_id,
                     state,
-                    age(workspace.created_at),
+                    shown::age(workspace.created_at),
                     workspace.name
                 );
             }
@@ -444,9 +445,12 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 (list_sessions(&mut clients, workspace_id).await?, None)
             };
             if json {
-                say!("{}", serde_json::to_string_pretty(&list_json(&list))?);
+                say!(
+                    "{}",
+                    serde_json::to_string_pretty(&shown::list_json(&list))?
+                );
             } else {
-                print_table(&list, names.as_ref());
+                shown::print_table(&list, names.as_ref());
             }
         }
         Command::Count { workspace } => {
@@ -488,7 +492,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 "host-service  up, version {}, pid {}, up {}",
                 status.host_version,
                 status.host_pid,
-                age(status.host_started_at)
+                shown::age(status.host_started_at)
             );
             say!("  listening   {}", cli.addr);
             say!("  database    {}", status.database_path);
@@ -531,7 +535,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 .into_inner()
                 .session
                 .context("the host-service returned no session")?;
-            print_session(&session, json)?;
+            shown::print_session(&session, json)?;
         }
         Command::Logs { id, follow } => {
             let reading = if follow {
@@ -711,39 +715,6 @@ async fn oldest_default(clients: &mut Clients) -> anyhow::Result<Option<String>>
         .map(|w| w.workspace_id.clone()))
 }
 
-fn age(created_at: Option<prost_types::Timestamp>) -> String {
-    let Some(created) = created_at.and_then(|at| SystemTime::try_from(at).ok()) else {
-        return "-".into();
-    };
-    let seconds = SystemTime::now()
-        .duration_since(created)
-        .unwrap_or_default()
-        .as_secs();
-    match seconds {
-        0..60 => format!("{seconds}s"),
-        60..3600 => format!("{}m", seconds / 60),
-        3600..86400 => format!("{}h", seconds / 3600),
-        _ => format!("{}d", seconds / 86400),
-    }
-}
-
-fn state(session: &pb::Session) -> String {
-    if session.alive {
-        "alive".into()
-    } else {
-        ending(session.exit_code, session.signal)
-    }
-}
-
-/// How a session ended, as `ls`, `show` and `wait` say it.
-fn ending(exit_code: Option<i32>, signal: Option<i32>) -> String {
-    match (exit_code, signal) {
-        (Some(code), _) => format!("exit {code}"),
-        (None, Some(signal)) => format!("signal {signal}"),
-        (None, None) => "exited".into(),
-    }
-}
-
 /// A workspace's live sessions.
 async fn list_sessions(
     clients: &mut Clients,
@@ -784,135 +755,6 @@ fn merged(lists: impl Iterator<Item = pb::ListSessionsResponse>) -> pb::ListSess
         }
         all
     })
-}
-
-/// Prints `list` as a table; with `workspaces` (id → name), each session's
-/// workspace too.
-fn print_table(
-    list: &pb::ListSessionsResponse,
-    workspaces: Option<&std::collections::HashMap<String, String>>,
-) {
-    let workspace_column = |text: &str| match workspaces {
-        Some(_) => format!("  {text}"),
-        None => String::new(),
-    };
-    let header = format!(
-        "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  {:<5}{}",
-        "ID",
-        "TITLE",
-        "ATTACHED",
-        "STATE",
-        "PID",
-        "AGE",
-        workspace_column("WORKSPACE")
-    );
-    say!("{}", header.trim_end());
-    for session in &list.sessions {
-        let title: String = session.title.chars().take(24).collect();
-        let workspace = workspaces
-            .and_then(|names| names.get(&session.workspace_id))
-            .map_or(session.workspace_id.as_str(), String::as_str);
-        let line = format!(
-            "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  {:<5}{}",
-            session.session_id,
-            title,
-            if session.attached { "yes" } else { "no" },
-            state(session),
-            session.pid,
-            age(session.created_at),
-            workspace_column(workspace)
-        );
-        say!("{}", line.trim_end());
-    }
-    if list.source == pb::Source::MemoryOnly as i32 {
-        say!(
-            "(memory-only view: {}; background sessions may be missing)",
-            list.degraded_reason
-        );
-    }
-}
-
-fn list_json(list: &pb::ListSessionsResponse) -> serde_json::Value {
-    let sessions: Vec<_> = list.sessions.iter().map(session_json).collect();
-    let source = if list.source == pb::Source::MemoryOnly as i32 {
-        "memory_only"
-    } else {
-        "complete"
-    };
-    serde_json::json!({ "sessions": sessions, "source": source, "degraded_reason": list.degraded_reason })
-}
-
-/// Seconds since the epoch, as JSON shows a time.
-fn epoch_seconds(at: Option<prost_types::Timestamp>) -> Option<f64> {
-    let at = SystemTime::try_from(at?).ok()?;
-    Some(
-        at.duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs_f64(),
-    )
-}
-
-/// A session as `ls --json` shows it.
-fn session_json(session: &pb::Session) -> serde_json::Value {
-    serde_json::json!({
-        "session_id": session.session_id,
-        "workspace_id": session.workspace_id,
-        "title": session.title,
-        "attached": session.attached,
-        "alive": session.alive,
-        "exit_code": session.exit_code,
-        "signal": session.signal,
-        "pid": session.pid,
-        "cols": session.cols,
-        "rows": session.rows,
-        "output_offset": session.output_offset,
-        "created_at": epoch_seconds(session.created_at),
-    })
-}
-
-/// Prints what `show` tells of a session: a line a field, or JSON.
-fn print_session(session: &pb::Session, json: bool) -> anyhow::Result<()> {
-    if json {
-        let mut shown = session_json(session);
-        shown["argv"] = serde_json::json!(session.argv);
-        shown["cwd"] = serde_json::json!(session.cwd);
-        shown["ended_at"] = serde_json::json!(epoch_seconds(session.ended_at));
-        say!("{}", serde_json::to_string_pretty(&shown)?);
-        return Ok(());
-    }
-    let command = if session.argv.is_empty() {
-        "(the login shell)".to_owned()
-    } else {
-        naming::command_line(&session.argv).unwrap_or_else(|| session.argv.join(" "))
-    };
-    say!("id          {}", session.session_id);
-    say!("title       {}", session.title);
-    say!("workspace   {}", session.workspace_id);
-    say!("command     {command}");
-    say!(
-        "cwd         {}",
-        if session.cwd.is_empty() {
-            "(home)"
-        } else {
-            &session.cwd
-        }
-    );
-    say!("state       {}", state(session));
-    say!(
-        "attached    {}",
-        if session.attached { "yes" } else { "no" }
-    );
-    // Nothing remembers these of a session the daemon has forgotten.
-    if session.pid != 0 {
-        say!("pid         {}", session.pid);
-        say!("size        {}x{}", session.cols, session.rows);
-        say!("output      {} bytes", session.output_offset);
-    }
-    say!("created     {} ago", age(session.created_at));
-    if session.ended_at.is_some() {
-        say!("ended       {} ago", age(session.ended_at));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
