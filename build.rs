@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 const PROTOS: &[&str] = &[
     "proto/holdfast/daemon/v1/daemon.proto",
+    "proto/holdfast/errors/v1/errors.proto",
     "proto/holdfast/host/v1/host.proto",
 ];
 

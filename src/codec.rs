@@ -18,8 +18,10 @@ use std::marker::PhantomData;
 
 use prost::Message;
 use prost::bytes::Buf;
-use tonic::Status;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::{Code, Status};
+
+use crate::error_details::{Reason, Refusal};
 
 /// A prost [`Codec`] that decodes from a slice; named by the generated code
 /// in place of `tonic_prost::ProstCodec`.
@@ -100,8 +102,8 @@ impl<U: Message + Default> Decoder for SliceDecoder<U> {
             U::decode(buf)
         };
         // As tonic's codec answers: INTERNAL, per gRPC's status code guide.
-        decoded
-            .map(Some)
-            .map_err(|error| Status::internal(error.to_string()))
+        decoded.map(Some).map_err(|error| {
+            Refusal::new(Code::Internal, Reason::MalformedMessage, error.to_string()).into()
+        })
     }
 }

@@ -7,6 +7,7 @@ pub mod admission;
 pub mod answered_stream;
 pub mod codec;
 pub mod daemon_client;
+pub mod error_details;
 pub mod logging;
 pub mod loopback_peer;
 pub mod paths;

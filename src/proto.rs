@@ -13,6 +13,15 @@ pub mod daemon {
     }
 }
 
+/// `holdfast.errors.v1`: the reasons both services give for a refusal.
+pub mod errors {
+    /// Version 1 of the reasons.
+    pub mod v1 {
+        #![allow(missing_docs, clippy::all)]
+        tonic::include_proto!("holdfast.errors.v1");
+    }
+}
+
 /// Response metadata of an `AttachSession` that honours `until_now`: a
 /// host-service older than the field follows the session instead, and a
 /// client that asked for a look can tell.

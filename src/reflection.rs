@@ -1,6 +1,6 @@
 //! gRPC server reflection (v1 for buf and newer tools, v1alpha for grpcurl)
-//! over every holdfast proto and grpc.health.v1, limited to the services a
-//! server actually serves.
+//! over every holdfast proto, grpc.health.v1 and the google.rpc error
+//! details, limited to the services a server actually serves.
 
 use tonic_reflection::pb::{v1, v1alpha};
 
@@ -21,6 +21,9 @@ pub fn services(
             tonic_reflection::server::Builder::configure()
                 .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
                 .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+                // google.rpc.ErrorInfo and BadRequest, so a tool can show a
+                // status's details (error_details.rs).
+                .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
                 .with_service_name("grpc.health.v1.Health"),
             |builder, name| builder.with_service_name(*name),
         )

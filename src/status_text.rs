@@ -3,21 +3,34 @@
 //! would exceed the client's header limit and tear down its connection
 //! instead of telling it what was wrong.
 
-/// Longest message sent, in bytes.
-pub const MAX_STATUS_MESSAGE_BYTES: usize = 1024;
+/// Longest message sent, in bytes. It travels twice: in `grpc-message`
+/// (percent-encoded: up to 3× for text that is not ASCII) and in the
+/// details (`grpc-status-details-bin`, base64: 4/3×), once more as a bad
+/// field's description (see `error_details`). At 512 bytes a refusal's
+/// trailers stay under 4 KiB, half the soft limit of gRPC's C-core clients
+/// (Python's among them), as 1 KiB in `grpc-message` alone did before
+/// details.
+pub const MAX_STATUS_MESSAGE_BYTES: usize = 512;
 
 /// `message`, cut at a character boundary to at most
 /// [`MAX_STATUS_MESSAGE_BYTES`] (with "…" when cut).
-pub fn bounded(mut message: String) -> String {
-    if message.len() > MAX_STATUS_MESSAGE_BYTES {
-        let mut cut = MAX_STATUS_MESSAGE_BYTES - '…'.len_utf8();
-        while !message.is_char_boundary(cut) {
+pub fn bounded(message: String) -> String {
+    cut_to(message, MAX_STATUS_MESSAGE_BYTES)
+}
+
+/// `text`, cut at a character boundary to at most `max` bytes, with "…"
+/// when cut (when `max` has room for it).
+pub fn cut_to(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let ellipsis = if max >= '…'.len_utf8() { "…" } else { "" };
+        let mut cut = max - ellipsis.len();
+        while !text.is_char_boundary(cut) {
             cut -= 1;
         }
-        message.truncate(cut);
-        message.push('…');
+        text.truncate(cut);
+        text.push_str(ellipsis);
     }
-    message
+    text
 }
 
 #[cfg(test)]
@@ -32,5 +45,7 @@ mod tests {
         assert!(cut.ends_with('…'));
         let exact = "x".repeat(MAX_STATUS_MESSAGE_BYTES);
         assert_eq!(bounded(exact.clone()), exact);
+        assert_eq!(cut_to("éé".into(), 1), "");
+        assert_eq!(cut_to("abcdef".into(), 4), "a…");
     }
 }

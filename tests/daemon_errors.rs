@@ -433,7 +433,7 @@ async fn errors_about_huge_fields_are_short_and_the_connection_survives() {
             status.message()
         );
         assert!(
-            status.message().len() <= 1024,
+            status.message().len() <= holdfast::status_text::MAX_STATUS_MESSAGE_BYTES,
             "{} bytes",
             status.message().len()
         );
@@ -489,6 +489,7 @@ async fn invalid_utf8_in_a_string_field_is_refused_and_harmless() {
         let status = send_invalid_utf8(channel.clone(), &path).await;
         assert_eq!(status.code(), Code::Internal, "{method}: {status:?}");
         assert!(status.message().contains("UTF-8"), "{method}: {status:?}");
+        expect_reason(&status, Reason::MalformedMessage, &[]);
     }
     let mut client = daemon.client().await;
     let list = client

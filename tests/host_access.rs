@@ -67,10 +67,16 @@ async fn with_a_token_every_call_needs_it_and_it_goes_nowhere_else() {
         .connect()
         .await
         .expect("connect");
-    for wrong in [None, Some("Bearer nope"), Some(TOKEN), Some("Bearer ")] {
+    for (wrong, reason) in [
+        (None, Reason::TokenMissing),
+        (Some("Bearer nope"), Reason::TokenWrong),
+        (Some(TOKEN), Reason::TokenMissing),
+        (Some("Bearer "), Reason::TokenWrong),
+    ] {
         let status = list_workspaces(channel.clone(), wrong).await.unwrap_err();
         assert_eq!(status.code(), Code::Unauthenticated, "{wrong:?}");
         assert!(status.message().contains("token"), "{status:?}");
+        expect_reason(&status, reason, &[]);
     }
     let bearer = format!("Bearer {TOKEN}");
     list_workspaces(channel.clone(), Some(&bearer))
@@ -176,6 +182,8 @@ async fn without_a_token_only_requests_addressed_to_this_machine_are_served() {
             .contains("must be addressed to this machine"),
         "{rebound}"
     );
+    // With the reason beside it, which a page may read (CORS exposes it).
+    assert!(rebound.contains("grpc-status-details-bin"), "{rebound}");
 }
 
 /// Copies the CLI where `nobody` can run it.

@@ -1496,6 +1496,7 @@ async fn invalid_utf8_in_a_string_field_is_refused_and_harmless() {
         let status = send_invalid_utf8(channel.clone(), &path).await;
         assert_eq!(status.code(), Code::Internal, "{method}: {status:?}");
         assert!(status.message().contains("UTF-8"), "{method}: {status:?}");
+        expect_reason(&status, Reason::MalformedMessage, &[]);
     }
     let workspaces = host
         .workspaces

@@ -1,6 +1,6 @@
 //! The Python example (clients/python) against the real host-service.
-//! CI makes a virtual environment with grpcio and grpcio-tools and points
-//! HOLDFAST_PYTHON at its python; elsewhere the test says how and skips.
+//! CI makes a virtual environment with grpcio, grpcio-tools and
+//! grpcio-status and points HOLDFAST_PYTHON at its python; elsewhere the test says how and skips.
 
 mod support;
 
@@ -12,7 +12,7 @@ use support::host::*;
 async fn the_python_example_runs_against_the_host_service() {
     let Some(python) = support::outside_tool(
         "HOLDFAST_PYTHON",
-        "make a virtual environment with grpcio and grpcio-tools",
+        "make a virtual environment with grpcio, grpcio-tools and grpcio-status",
     ) else {
         return;
     };
@@ -32,6 +32,8 @@ async fn the_python_example_runs_against_the_host_service() {
         r"output 'ready\r\nhello\r\nhello\r\n'",
         "after dispose 0",
         "bad id INVALID_ARGUMENT",
+        "reason holdfast INVALID_FIELD",
+        "field session_id",
     ] {
         assert!(
             stdout.contains(expected),

@@ -89,6 +89,8 @@ async fn the_readme_grpcurl_and_buf_curl_examples_work_as_written() {
                 "\"disposeRequestedAt\"",
                 "\"started\": {",
                 "aW4gb25lIGNhbGwNCg==",
+                "\"reason\":\"INVALID_FIELD\"",
+                "\"field\":\"create.cwd\"",
             ],
         ),
         (

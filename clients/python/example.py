@@ -4,7 +4,7 @@ count, stream output from AttachSession, send input, and dispose.
 
 Stubs are generated from proto/ at run time (grpcio-tools), never committed.
 
-    python3 -m venv .venv && .venv/bin/pip install grpcio grpcio-tools
+    python3 -m venv .venv && .venv/bin/pip install grpcio grpcio-tools grpcio-status
     .venv/bin/python clients/python/example.py 127.0.0.1:7077
 """
 
@@ -15,6 +15,8 @@ import tempfile
 
 import grpc
 import grpc_tools
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 from grpc_tools import protoc
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -89,6 +91,21 @@ def main():
         terminals.WriteInput(pb.WriteInputRequest(session_id="not-an-id", data=b"x"))
     except grpc.RpcError as error:
         print("bad id", error.code().name, error.details())
+        print_reasons(error)
+
+
+def print_reasons(error):
+    """Prints what a refusal's details say, as a program would read them:
+    the reason (google.rpc.ErrorInfo) and any bad field (google.rpc.BadRequest)."""
+    status = rpc_status.from_call(error)
+    for detail in status.details if status else []:
+        info = error_details_pb2.ErrorInfo()
+        bad = error_details_pb2.BadRequest()
+        if detail.Unpack(info):
+            print("reason", info.domain, info.reason, dict(info.metadata))
+        elif detail.Unpack(bad):
+            for violation in bad.field_violations:
+                print("field", violation.field)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@
 //!   refused here with `PERMISSION_DENIED`.
 
 use holdfast::admission::{Admit, AdmitLayer};
+use holdfast::error_details::{Reason, Refusal};
+use tonic::Code;
 
 use crate::peer_owner::PeerOwner;
 use std::net::SocketAddr;
@@ -155,31 +157,52 @@ impl Policy {
                     .and_then(|value| bearer(value.as_bytes()));
                 match presented {
                     Some(presented) if token.matches(presented) => Ok(()),
-                    Some(_) => Err(tonic::Status::unauthenticated("the bearer token is wrong")),
-                    None => Err(tonic::Status::unauthenticated(
+                    Some(_) => Err(Refusal::new(
+                        Code::Unauthenticated,
+                        Reason::TokenWrong,
+                        "the bearer token is wrong",
+                    )
+                    .into()),
+                    None => Err(Refusal::new(
+                        Code::Unauthenticated,
+                        Reason::TokenMissing,
                         "this host-service requires `authorization: Bearer <token>` (HOLDFAST_AUTH_TOKEN)",
-                    )),
+                    )
+                    .into()),
                 }
             }
             None => {
                 match request.extensions().get::<PeerOwner>() {
                     Some(PeerOwner::Trusted) => {}
                     Some(PeerOwner::Other(uid)) => {
-                        return Err(tonic::Status::permission_denied(format!(
-                            "this host-service serves its own user only (uid {}), and this connection is uid {uid}'s; \
-                             use a token (HOLDFAST_AUTH_TOKEN) to let others in",
-                            rustix::process::getuid().as_raw()
-                        )));
+                        let own = rustix::process::getuid().as_raw();
+                        return Err(Refusal::new(
+                            Code::PermissionDenied,
+                            Reason::OtherUser,
+                            format!(
+                                "this host-service serves its own user only (uid {own}), and this connection is uid {uid}'s; \
+                                 use a token (HOLDFAST_AUTH_TOKEN) to let others in"
+                            ),
+                        )
+                        .about("uid", own)
+                        .about("peerUid", uid)
+                        .into());
                     }
                     Some(PeerOwner::Unknown(reason)) => {
-                        return Err(tonic::Status::permission_denied(format!(
-                            "whose this connection is cannot be told ({reason})"
-                        )));
+                        return Err(Refusal::new(
+                            Code::PermissionDenied,
+                            Reason::PeerUnknown,
+                            format!("whose this connection is cannot be told ({reason})"),
+                        )
+                        .into());
                     }
                     Some(PeerOwner::NotChecked) | None => {
-                        return Err(tonic::Status::permission_denied(
+                        return Err(Refusal::new(
+                            Code::PermissionDenied,
+                            Reason::PeerUnknown,
                             "whose this connection is was not checked",
-                        ));
+                        )
+                        .into());
                     }
                 }
                 let authority = request.uri().authority().map(|a| a.as_str()).or_else(|| {
@@ -188,11 +211,22 @@ impl Policy {
                 });
                 match authority {
                     Some(authority) if is_loopback_authority(authority) => Ok(()),
-                    other => Err(tonic::Status::permission_denied(format!(
-                        "requests must be addressed to this machine (localhost, a 127.x.x.x address or [::1]), not {}; \
-                         use a token (HOLDFAST_AUTH_TOKEN) to serve other names",
-                        other.unwrap_or("no host")
-                    ))),
+                    other => {
+                        let refusal = Refusal::new(
+                            Code::PermissionDenied,
+                            Reason::NotLoopback,
+                            format!(
+                                "requests must be addressed to this machine (localhost, a 127.x.x.x address or [::1]), not {}; \
+                                 use a token (HOLDFAST_AUTH_TOKEN) to serve other names",
+                                other.unwrap_or("no host")
+                            ),
+                        );
+                        Err(match other {
+                            Some(authority) => refusal.about("authority", authority),
+                            None => refusal,
+                        }
+                        .into())
+                    }
                 }
             }
         }

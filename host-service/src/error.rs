@@ -1,13 +1,15 @@
 //! The host-service's errors, and the one place they become gRPC statuses.
 
+use holdfast::error_details::{self, BadField, Reason, Refusal};
+
 use crate::store::StoreError;
 
 /// Everything a host request can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A request field is malformed or out of range.
-    #[error("{0}")]
-    InvalidArgument(String),
+    /// A request field is missing, malformed or out of range.
+    #[error(transparent)]
+    InvalidArgument(#[from] BadField),
     /// No workspace has this id.
     #[error("no workspace with id {0:?}")]
     WorkspaceNotFound(String),
@@ -43,14 +45,40 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// `field` is missing, malformed or out of range, as `message` says.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::InvalidArgument(BadField::new(field, message))
+    }
+
+    /// The same error, its field a path inside the request's `parent`
+    /// (`StartSession`'s `create`).
+    pub fn within(self, parent: &str) -> Self {
+        match self {
+            Self::InvalidArgument(bad) => Self::InvalidArgument(bad.within(parent)),
+            other => other,
+        }
+    }
+
     /// Classifies a failed daemon call: transport trouble is unavailability,
-    /// anything else is the daemon's verdict on the request.
+    /// anything else is the daemon's verdict on the request. A field the
+    /// daemon found wrong that a client gave (a spawn's: `Spawn`'s, or
+    /// inside `Start`'s `spawn`; input, a size, a signal) is the field of
+    /// the same name in the host's request; one the host-service filled in
+    /// itself (ids, a list's) is its own fault, and stays the daemon's
+    /// refusal (`DAEMON_FAILED`).
     pub fn from_daemon(status: tonic::Status) -> Self {
         use tonic::Code;
         match status.code() {
             Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Unknown => {
                 Self::DaemonUnavailable(status.message().to_owned())
             }
+            Code::InvalidArgument => match error_details::field_of(&status) {
+                Some(field) if is_clients_field(&field) => {
+                    let field = field.strip_prefix("spawn.").unwrap_or(&field);
+                    Self::invalid(field, status.message())
+                }
+                _ => Self::Daemon(status),
+            },
             _ => Self::Daemon(status),
         }
     }
@@ -86,41 +114,99 @@ impl Error {
 
 impl From<Error> for tonic::Status {
     fn from(error: Error) -> Self {
-        let message = holdfast::status_text::bounded(error.to_string());
+        use tonic::Code;
+        let message = error.to_string();
+        let refusal = |code, reason| Refusal::new(code, reason, message.clone());
         match error {
-            Error::InvalidArgument(_) => Self::invalid_argument(message),
-            Error::WorkspaceNotFound(_) | Error::SessionNotFound(_) | Error::SessionDisposed(_) => {
-                Self::not_found(message)
+            Error::InvalidArgument(bad) => Refusal::invalid(bad),
+            Error::WorkspaceNotFound(id) => {
+                refusal(Code::NotFound, Reason::WorkspaceNotFound).about("workspaceId", id)
             }
-            Error::WorkspaceClosed(_) | Error::SessionExited(_) => {
-                Self::failed_precondition(message)
+            Error::SessionNotFound(id) => {
+                refusal(Code::NotFound, Reason::SessionNotFound).about("sessionId", id)
             }
-            Error::DaemonUnavailable(_) | Error::DaemonDown(_) => Self::unavailable(message),
-            Error::Daemon(status) => match status.code() {
-                tonic::Code::InvalidArgument
-                | tonic::Code::NotFound
-                | tonic::Code::PermissionDenied
-                | tonic::Code::FailedPrecondition
-                | tonic::Code::AlreadyExists => Self::new(status.code(), message),
-                // Process or memory limits, or input its program has not
-                // read: the daemon is fine, and a retry later may work.
-                tonic::Code::ResourceExhausted => {
-                    tracing::debug!(%message, "the pty-daemon is out of room");
-                    Self::resource_exhausted(message)
-                }
-                code => {
-                    tracing::error!(?code, %message, "the pty-daemon failed a request");
-                    Self::internal(format!("the pty-daemon failed: {message}"))
-                }
-            },
+            Error::SessionDisposed(id) => {
+                refusal(Code::NotFound, Reason::SessionDisposed).about("sessionId", id)
+            }
+            Error::WorkspaceClosed(id) => {
+                refusal(Code::FailedPrecondition, Reason::WorkspaceClosed).about("workspaceId", id)
+            }
+            Error::SessionExited(id) => {
+                refusal(Code::FailedPrecondition, Reason::SessionExited).about("sessionId", id)
+            }
+            Error::DaemonUnavailable(_) | Error::DaemonDown(_) => {
+                refusal(Code::Unavailable, Reason::DaemonUnavailable)
+            }
+            Error::Daemon(status) => from_daemon_refusal(&status, message),
             Error::Store(error) if error.is_transient() => {
                 tracing::warn!(%error, "database busy");
-                Self::unavailable(message)
+                refusal(Code::Unavailable, Reason::DatabaseBusy)
             }
             Error::Store(error) => {
                 tracing::error!(%error, "database error");
-                Self::internal(message)
+                refusal(Code::Internal, Reason::DatabaseFailed)
             }
+        }
+        .into()
+    }
+}
+
+/// Whether a field of a daemon request is one the host-service passes on
+/// from its client's request under the same name.
+fn is_clients_field(field: &str) -> bool {
+    let field = field.strip_prefix("spawn.").unwrap_or(field);
+    let name = field.split_once('[').map_or(field, |(name, _)| name);
+    matches!(
+        name,
+        "argv" | "cwd" | "env" | "cols" | "rows" | "data" | "signal" | "grace_ms"
+    )
+}
+
+/// The daemon's refusal of a request, passed on with its code, reason and
+/// metadata (all but a failure of the daemon's own, which is this
+/// service's `INTERNAL`: the request may be fine).
+fn from_daemon_refusal(status: &tonic::Status, message: String) -> Refusal {
+    use tonic::Code;
+    let code = status.code();
+    let reason = error_details::reason_of(status);
+    // The daemon refusing the host-service itself (another user's, or a
+    // field the host filled in) is no fault of the client's request.
+    let the_hosts = match &reason {
+        Some((reason, _)) => [Reason::OtherUser, Reason::PeerUnknown, Reason::InvalidField]
+            .iter()
+            .any(|ours| ours.as_str_name() == reason),
+        None => false,
+    };
+    match code {
+        // Its verdicts on the request keep their code: bad input, a session
+        // gone, process or memory limits or input its program has not read
+        // (the daemon is fine, and a retry later may work).
+        Code::InvalidArgument
+        | Code::NotFound
+        | Code::PermissionDenied
+        | Code::FailedPrecondition
+        | Code::AlreadyExists
+        | Code::ResourceExhausted
+            if !the_hosts =>
+        {
+            if code == Code::ResourceExhausted {
+                tracing::debug!(%message, "the pty-daemon is out of room");
+            }
+            match reason {
+                Some((reason, metadata)) => {
+                    Refusal::with_reason(code, reason, message).about_all(metadata)
+                }
+                // A daemon from before reasons (adopted across an upgrade).
+                None => Refusal::new(code, Reason::DaemonRefused, message),
+            }
+        }
+        code => {
+            tracing::error!(?code, %message, "the pty-daemon failed a request");
+            Refusal::new(
+                Code::Internal,
+                Reason::DaemonFailed,
+                format!("the pty-daemon failed: {message}"),
+            )
         }
     }
 }
@@ -154,5 +240,48 @@ mod tests {
         assert_eq!(failed.code(), tonic::Code::Internal);
         let gone = tonic::Status::from(Error::from_daemon(tonic::Status::unavailable("m")));
         assert_eq!(gone.code(), tonic::Code::Unavailable);
+    }
+
+    #[test]
+    fn a_field_the_client_gave_is_the_clients_and_one_the_host_filled_in_is_the_hosts() {
+        let daemon_refusal =
+            |field: &str| tonic::Status::from(Refusal::invalid(BadField::new(field, "bad")));
+        for (daemons, clients) in [
+            ("spawn.cwd", "cwd"),
+            ("argv[2]", "argv[2]"),
+            ("data", "data"),
+        ] {
+            let status = tonic::Status::from(Error::from_daemon(daemon_refusal(daemons)));
+            assert_eq!(status.code(), tonic::Code::InvalidArgument);
+            assert_eq!(error_details::field_of(&status).as_deref(), Some(clients));
+        }
+        for hosts in [
+            "session_id",
+            "session_ids[0]",
+            "spawn.session_id",
+            "if_generation",
+        ] {
+            let status = tonic::Status::from(Error::from_daemon(daemon_refusal(hosts)));
+            assert_eq!(status.code(), tonic::Code::Internal, "{hosts}");
+            let (reason, _) = error_details::reason_of(&status).expect("a reason");
+            assert_eq!(reason, "DAEMON_FAILED");
+        }
+        // The daemon refusing the host-service's connection is no verdict
+        // on the client's request.
+        let other_user = tonic::Status::from(
+            Refusal::new(tonic::Code::PermissionDenied, Reason::OtherUser, "m").about("uid", 1),
+        );
+        let status = tonic::Status::from(Error::from_daemon(other_user));
+        assert_eq!(status.code(), tonic::Code::Internal);
+        // Its verdicts keep their reason and what they name.
+        let exited = tonic::Status::from(
+            Refusal::new(tonic::Code::FailedPrecondition, Reason::SessionExited, "m")
+                .about("sessionId", "s"),
+        );
+        let status = tonic::Status::from(Error::from_daemon(exited));
+        assert_eq!(status.code(), tonic::Code::FailedPrecondition);
+        let (reason, metadata) = error_details::reason_of(&status).expect("a reason");
+        assert_eq!(reason, "SESSION_EXITED");
+        assert_eq!(metadata.get("sessionId").map(String::as_str), Some("s"));
     }
 }

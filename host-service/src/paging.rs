@@ -58,9 +58,10 @@ fn page_size(asked: i32) -> Result<Option<usize>> {
     match usize::try_from(asked) {
         Ok(0) => Ok(None),
         Ok(size) => Ok(Some(size.min(MAX_PAGE_SIZE))),
-        Err(_) => Err(Error::InvalidArgument(format!(
-            "page_size is {asked}; it must be 0 (every workspace) or more"
-        ))),
+        Err(_) => Err(Error::invalid(
+            "page_size",
+            format!("page_size is {asked}; it must be 0 (every workspace) or more"),
+        )),
     }
 }
 
@@ -77,8 +78,9 @@ fn after(page_token: &str) -> Result<Option<(i64, String)>> {
     }
     // Never echoed: a token comes back as it was given, or is not ours.
     let not_ours = || {
-        Error::InvalidArgument(
-            "page_token is not one this service gave: pass a next_page_token back unchanged".into(),
+        Error::invalid(
+            "page_token",
+            "page_token is not one this service gave: pass a next_page_token back unchanged",
         )
     };
     let (created_at, workspace_id) = page_token.split_once('.').ok_or_else(not_ours)?;

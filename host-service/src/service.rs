@@ -8,9 +8,10 @@ use std::time::{Duration, SystemTime};
 
 use futures_util::{Stream, StreamExt};
 use holdfast::daemon_client::DaemonClient;
+use holdfast::error_details::{Reason, Refusal};
 use holdfast::proto::daemon::v1 as daemon;
 use holdfast::proto::host::v1 as pb;
-use tonic::{Request, Response, Status};
+use tonic::{Code, Request, Response, Status};
 use tracing::Instrument;
 
 use crate::api::terminal_service_server::TerminalService;
@@ -723,10 +724,13 @@ impl TerminalService for Host {
         let create = request
             .into_inner()
             .create
-            .ok_or_else(|| Error::InvalidArgument("create is required".into()))?;
+            .ok_or_else(|| Error::invalid("create", "create is required"))?;
         let host = self.clone();
         let (session, events, guard) = to_completion(async move {
-            let (session, events) = host.create(create, true, |spawn| host.start(spawn)).await?;
+            let (session, events) = host
+                .create(create, true, |spawn| host.start(spawn))
+                .await
+                .map_err(|error| error.within("create"))?;
             let guard = host.memory.attachment(&session.session_id);
             Ok::<_, Error>((session, events, guard))
         })
@@ -763,10 +767,13 @@ impl TerminalService for Host {
     ) -> Result<Response<pb::CountBackgroundSessionsResponse>, Status> {
         let request = request.into_inner();
         if request.attached_session_ids.len() > MAX_ATTACHED_IDS {
-            return Err(Error::InvalidArgument(format!(
-                "attached_session_ids names {} sessions; the limit is {MAX_ATTACHED_IDS}",
-                request.attached_session_ids.len()
-            ))
+            return Err(Error::invalid(
+                "attached_session_ids",
+                format!(
+                    "attached_session_ids names {} sessions; the limit is {MAX_ATTACHED_IDS}",
+                    request.attached_session_ids.len()
+                ),
+            )
             .into());
         }
         // A misspelt id would silently not be subtracted: a wrong count.
@@ -1049,6 +1056,11 @@ async fn to_completion<T: Send + 'static>(
 ) -> Result<T, Status> {
     match tokio::spawn(work.in_current_span()).await {
         Ok(done) => done.map_err(Status::from),
-        Err(failed) => Err(Status::internal(format!("the operation failed: {failed}"))),
+        Err(failed) => Err(Refusal::new(
+            Code::Internal,
+            Reason::InternalFailure,
+            format!("the operation failed: {failed}"),
+        )
+        .into()),
     }
 }

@@ -25,26 +25,35 @@ const MAX_ID_BYTES: usize = 64;
 /// Ids are UUIDs made by this service; anything else cannot name one.
 pub fn id<'a>(field: &str, value: &'a str) -> Result<&'a str> {
     if value.is_empty() {
-        return Err(Error::InvalidArgument(format!("{field} is required")));
+        return Err(Error::invalid(field, format!("{field} is required")));
     }
     // Never echo a huge value back: it would travel in a response header.
     if value.len() > MAX_ID_BYTES {
-        return Err(Error::InvalidArgument(format!(
-            "{field} is {} bytes long; an id is a 36-character UUID",
-            value.len()
-        )));
+        return Err(Error::invalid(
+            field,
+            format!(
+                "{field} is {} bytes long; an id is a 36-character UUID",
+                value.len()
+            ),
+        ));
     }
     let uuid = uuid::Uuid::try_parse(value).map_err(|_| {
-        Error::InvalidArgument(format!("{field} {value:?} is not a valid id (a UUID)"))
+        Error::invalid(
+            field,
+            format!("{field} {value:?} is not a valid id (a UUID)"),
+        )
     })?;
     // Ids are stored and compared as written at creation: lower case,
     // hyphenated. Another spelling of the same UUID would not be found.
     let mut spelt = uuid::Uuid::encode_buffer();
     let canonical = uuid.hyphenated().encode_lower(&mut spelt);
     if value != canonical {
-        return Err(Error::InvalidArgument(format!(
-            "{field} {value:?} is not a valid id: write it as {canonical:?} (lower case, hyphenated)"
-        )));
+        return Err(Error::invalid(
+            field,
+            format!(
+                "{field} {value:?} is not a valid id: write it as {canonical:?} (lower case, hyphenated)"
+            ),
+        ));
     }
     Ok(value)
 }
@@ -54,24 +63,29 @@ pub fn id<'a>(field: &str, value: &'a str) -> Result<&'a str> {
 /// [`is_hidden_or_reordering`]). Names are also non-blank.
 pub fn text(field: &str, value: &str, required: bool) -> Result<()> {
     if required && value.trim().is_empty() {
-        return Err(Error::InvalidArgument(format!("{field} is required")));
+        return Err(Error::invalid(field, format!("{field} is required")));
     }
     // Bytes first: a huge value is not walked.
     if value.len() > MAX_NAME_CHARS * 4 || value.chars().count() > MAX_NAME_CHARS {
-        return Err(Error::InvalidArgument(format!(
-            "{field} is more than {MAX_NAME_CHARS} characters long"
-        )));
+        return Err(Error::invalid(
+            field,
+            format!("{field} is more than {MAX_NAME_CHARS} characters long"),
+        ));
     }
     if value.chars().any(char::is_control) {
-        return Err(Error::InvalidArgument(format!(
-            "{field} may not contain control characters"
-        )));
+        return Err(Error::invalid(
+            field,
+            format!("{field} may not contain control characters"),
+        ));
     }
     if let Some(hidden) = value.chars().find(|c| is_hidden_or_reordering(*c)) {
-        return Err(Error::InvalidArgument(format!(
-            "{field} may not contain U+{:04X}, which shows nothing or reorders the text around it",
-            u32::from(hidden)
-        )));
+        return Err(Error::invalid(
+            field,
+            format!(
+                "{field} may not contain U+{:04X}, which shows nothing or reorders the text around it",
+                u32::from(hidden)
+            ),
+        ));
     }
     Ok(())
 }
@@ -101,7 +115,7 @@ fn is_hidden_or_reordering(c: char) -> bool {
 /// nothing to wait for).
 pub fn disposal(signal: i32, grace_ms: Option<u32>) -> Result<(pb::Signal, Duration)> {
     let signal = pb::Signal::try_from(signal).map_err(|_| {
-        Error::InvalidArgument(format!(
+        Error::invalid("signal", format!(
             "signal {signal} is not one a disposal sends: SIGNAL_HUP (the default), SIGNAL_INT, \
              SIGNAL_QUIT, SIGNAL_TERM or SIGNAL_KILL"
         ))
@@ -110,9 +124,10 @@ pub fn disposal(signal: i32, grace_ms: Option<u32>) -> Result<(pb::Signal, Durat
         None => DEFAULT_DISPOSE_GRACE,
         Some(ms) if ms <= MAX_GRACE_MS => Duration::from_millis(ms.into()),
         Some(ms) => {
-            return Err(Error::InvalidArgument(format!(
-                "grace_ms is {ms}; the limit is {MAX_GRACE_MS} (ten minutes)"
-            )));
+            return Err(Error::invalid(
+                "grace_ms",
+                format!("grace_ms is {ms}; the limit is {MAX_GRACE_MS} (ten minutes)"),
+            ));
         }
     };
     Ok(match signal {
@@ -143,9 +158,10 @@ pub fn grace_ms(grace: Duration) -> u32 {
 pub fn size(cols: u32, rows: u32) -> Result<()> {
     for (name, value) in [("cols", cols), ("rows", rows)] {
         if value == 0 || value > MAX_DIMENSION {
-            return Err(Error::InvalidArgument(format!(
-                "{name} must be between 1 and {MAX_DIMENSION}, got {value}"
-            )));
+            return Err(Error::invalid(
+                name,
+                format!("{name} must be between 1 and {MAX_DIMENSION}, got {value}"),
+            ));
         }
     }
     Ok(())
@@ -154,9 +170,10 @@ pub fn size(cols: u32, rows: u32) -> Result<()> {
 /// Input writes: at most 1 MiB.
 pub fn write_len(len: usize) -> Result<()> {
     if len > MAX_WRITE_BYTES {
-        return Err(Error::InvalidArgument(format!(
-            "data is {len} bytes; one write may carry at most {MAX_WRITE_BYTES}"
-        )));
+        return Err(Error::invalid(
+            "data",
+            format!("data is {len} bytes; one write may carry at most {MAX_WRITE_BYTES}"),
+        ));
     }
     Ok(())
 }

@@ -2,12 +2,14 @@
 
 use std::path::PathBuf;
 
+use holdfast::error_details::{BadField, Reason, Refusal};
+
 /// Everything a daemon request or start-up can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A request field is malformed or out of range.
-    #[error("{0}")]
-    InvalidArgument(String),
+    /// A request field is missing, malformed or out of range.
+    #[error(transparent)]
+    InvalidArgument(#[from] BadField),
     /// No session has this id (or it was dropped after its retention).
     #[error("no session with id {0:?}")]
     SessionNotFound(String),
@@ -84,6 +86,20 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// `field` is missing, malformed or out of range, as `message` says.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::InvalidArgument(BadField::new(field, message))
+    }
+
+    /// The same error, its field a path inside the request's `parent`
+    /// (`Start`'s `spawn`).
+    pub fn within(self, parent: &str) -> Self {
+        match self {
+            Self::InvalidArgument(bad) => Self::InvalidArgument(bad.within(parent)),
+            other => other,
+        }
+    }
+
     /// An I/O error with what was being done.
     pub fn io(operation: impl Into<String>, source: impl Into<std::io::Error>) -> Self {
         Self::Io {
@@ -95,25 +111,48 @@ impl Error {
 
 impl From<Error> for tonic::Status {
     fn from(error: Error) -> Self {
-        let message = holdfast::status_text::bounded(error.to_string());
+        use tonic::Code;
+        let message = error.to_string();
+        let refusal = |code, reason| Refusal::new(code, reason, message.clone());
         match error {
-            Error::InvalidArgument(_) => Self::invalid_argument(message),
-            Error::SessionNotFound(_) | Error::CwdNotFound(_) | Error::ProgramNotFound { .. } => {
-                Self::not_found(message)
+            Error::InvalidArgument(bad) => Refusal::invalid(bad),
+            Error::SessionNotFound(id) => {
+                refusal(Code::NotFound, Reason::SessionNotFound).about("sessionId", id)
             }
-            Error::ProgramNotPermitted { .. } => Self::permission_denied(message),
-            Error::SessionExists(_) => Self::already_exists(message),
-            Error::SessionExited(_) | Error::TerminalClosed(_) => {
-                Self::failed_precondition(message)
+            Error::CwdNotFound(cwd) => {
+                refusal(Code::NotFound, Reason::CwdNotFound).about("cwd", cwd.display())
             }
-            Error::NoResources { .. } | Error::InputFull { .. } => {
-                Self::resource_exhausted(message)
+            Error::ProgramNotFound { ref program, .. } => {
+                refusal(Code::NotFound, Reason::ProgramNotFound).about("program", program)
             }
-            Error::Stopping => Self::unavailable(message),
+            Error::ProgramNotPermitted { ref program, .. } => {
+                refusal(Code::PermissionDenied, Reason::ProgramNotPermitted)
+                    .about("program", program)
+            }
+            Error::SessionExists(id) => {
+                refusal(Code::AlreadyExists, Reason::SessionExists).about("sessionId", id)
+            }
+            Error::SessionExited(id) => {
+                refusal(Code::FailedPrecondition, Reason::SessionExited).about("sessionId", id)
+            }
+            Error::TerminalClosed(id) => {
+                refusal(Code::FailedPrecondition, Reason::TerminalClosed).about("sessionId", id)
+            }
+            Error::NoResources { ref program, .. } => {
+                refusal(Code::ResourceExhausted, Reason::NoResources).about("program", program)
+            }
+            Error::InputFull {
+                ref session_id,
+                waiting,
+            } => refusal(Code::ResourceExhausted, Reason::InputFull)
+                .about("sessionId", session_id)
+                .about("waitingBytes", waiting),
+            Error::Stopping => refusal(Code::Unavailable, Reason::DaemonStopping),
             Error::Io { .. } | Error::AlreadyRunning(_) => {
                 tracing::error!(%message, "request failed");
-                Self::internal(message)
+                refusal(Code::Internal, Reason::InternalFailure)
             }
         }
+        .into()
     }
 }

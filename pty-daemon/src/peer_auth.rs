@@ -4,6 +4,8 @@
 //! mode was loosened by hand.
 
 use holdfast::admission::{Admit, AdmitLayer};
+use holdfast::error_details::{Reason, Refusal};
+use tonic::Code;
 use tonic::transport::server::UdsConnectInfo;
 
 /// Admits only peers running as one uid; others get `PERMISSION_DENIED`.
@@ -30,11 +32,18 @@ impl Admit for SameUser {
             Some(uid) if uid == self.uid => Ok(()),
             other => {
                 tracing::warn!(peer_uid = ?other, "refused a connection from another user");
-                Err(tonic::Status::permission_denied(format!(
+                let message = format!(
                     "this pty-daemon serves only uid {}; the caller is {}",
                     self.uid,
                     other.map_or_else(|| "unknown".to_owned(), |uid| format!("uid {uid}"))
-                )))
+                );
+                let refusal = match other {
+                    Some(uid) => Refusal::new(Code::PermissionDenied, Reason::OtherUser, message)
+                        .about("uid", self.uid)
+                        .about("peerUid", uid),
+                    None => Refusal::new(Code::PermissionDenied, Reason::PeerUnknown, message),
+                };
+                Err(refusal.into())
             }
         }
     }

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use futures_util::{Stream, StreamExt};
+use holdfast::error_details::{Reason, Refusal};
 use holdfast::proto::daemon::v1 as pb;
 use rustix::process::Signal;
 use tokio::net::UnixStream;
-use tonic::{Request, Response, Status};
+use tonic::{Code, Request, Response, Status};
 
 use crate::api::pty_daemon_server::{PtyDaemon, PtyDaemonServer};
 use crate::error::Error;
@@ -82,9 +83,15 @@ impl PtyDaemon for DaemonService {
         let spawn = request
             .into_inner()
             .spawn
-            .ok_or_else(|| Error::InvalidArgument("spawn is required".into()))?;
-        let (session_id, spec) = spawn_spec(spawn)?;
-        let (session, cursor) = self.registry.spawn_attached(session_id, spec).await?;
+            .ok_or_else(|| Error::invalid("spawn", "spawn is required"))?;
+        // Its fields are named as paths inside `spawn`.
+        let inside = |error: Error| error.within("spawn");
+        let (session_id, spec) = spawn_spec(spawn).map_err(inside)?;
+        let (session, cursor) = self
+            .registry
+            .spawn_attached(session_id, spec)
+            .await
+            .map_err(inside)?;
         let first = pb::StartResponse {
             event: Some(E::Started(started(&session)?)),
         };
@@ -147,10 +154,10 @@ impl PtyDaemon for DaemonService {
             None => kill::DEFAULT_GRACE,
             Some(ms) if ms <= validate::MAX_GRACE_MS => Duration::from_millis(ms.into()),
             Some(ms) => {
-                return Err(Error::InvalidArgument(format!(
-                    "grace_ms is {ms}; the limit is {}",
-                    validate::MAX_GRACE_MS
-                ))
+                return Err(Error::invalid(
+                    "grace_ms",
+                    format!("grace_ms is {ms}; the limit is {}", validate::MAX_GRACE_MS),
+                )
                 .into());
             }
         };
@@ -272,7 +279,7 @@ pub type StartStream = Pin<Box<dyn Stream<Item = Result<pb::StartResponse, Statu
 
 /// Validates what `Spawn` and `Start` take: the id asked for, if any, and
 /// what to run.
-fn spawn_spec(request: pb::SpawnRequest) -> Result<(Option<String>, SpawnSpec), Status> {
+fn spawn_spec(request: pb::SpawnRequest) -> Result<(Option<String>, SpawnSpec), Error> {
     let session_id = match request.session_id.as_str() {
         "" => None,
         id => Some(validate::session_id(id)?.to_owned()),
@@ -296,8 +303,14 @@ fn spawn_spec(request: pb::SpawnRequest) -> Result<(Option<String>, SpawnSpec), 
 /// Logs a new session and describes it.
 fn started(session: &Session) -> Result<pb::Session, Status> {
     tracing::info!(session_id = %session.id(), pid = session.pid().as_raw_nonzero(), "spawned");
-    listing::session_message(session)
-        .map_err(|error| Status::internal(format!("describing the new session: {error}")))
+    listing::session_message(session).map_err(|error| {
+        Refusal::new(
+            Code::Internal,
+            Reason::InternalFailure,
+            format!("describing the new session: {error}"),
+        )
+        .into()
+    })
 }
 
 /// A session's events from `cursor` on, as `Attach` streams them.
@@ -323,8 +336,12 @@ pub type WatchSessionsStream =
     Pin<Box<dyn Stream<Item = Result<pb::WatchSessionsResponse, Status>> + Send>>;
 
 fn signal_from_proto(raw: i32) -> Result<Signal, Error> {
-    let signal = pb::Signal::try_from(raw)
-        .map_err(|_| Error::InvalidArgument(format!("signal {raw} is not a known Signal value")))?;
+    let signal = pb::Signal::try_from(raw).map_err(|_| {
+        Error::invalid(
+            "signal",
+            format!("signal {raw} is not a known Signal value"),
+        )
+    })?;
     Ok(match signal {
         pb::Signal::Unspecified | pb::Signal::Hup => Signal::HUP,
         pb::Signal::Int => Signal::INT,

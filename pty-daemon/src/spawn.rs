@@ -192,9 +192,12 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
         .map(|(name, value)| c_string(&format!("{name}={value}")))
         .collect::<Result<Vec<_>>>()?;
     let program_error = |error: std::io::Error| match error.raw_os_error() {
-        Some(libc::E2BIG) => Error::InvalidArgument(format!(
-            "the arguments and environment of {program:?} are longer than the system takes ({error})"
-        )),
+        Some(libc::E2BIG) => Error::invalid(
+            "argv",
+            format!(
+                "the arguments and environment of {program:?} are longer than the system takes ({error})"
+            ),
+        ),
         errno if is_shortage(errno) => Error::NoResources {
             program: program.clone(),
             reason: error.to_string(),
@@ -254,8 +257,10 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
 }
 
 fn c_string(text: &str) -> Result<CString> {
-    // Validation refuses NULs in argv, env and cwd before they get here.
-    CString::new(text).map_err(|_| Error::InvalidArgument(format!("{text:?} contains a NUL byte")))
+    // Validation refuses NULs in argv, env and cwd before they get here, so
+    // this is the daemon's own fault; the text (an environment variable's
+    // value, perhaps a secret) is not echoed.
+    CString::new(text).map_err(|error| Error::io("passing a string to exec", error))
 }
 
 /// Ends a program just started that nothing could watch (its pidfd or

@@ -18,22 +18,33 @@ pub const MAX_LISTED_IDS: usize = 1000;
 /// A session id is 1 to 64 characters of `[A-Za-z0-9._-]` starting with a
 /// letter or digit, so it is safe in paths, logs and URLs.
 pub fn session_id(id: &str) -> Result<&str> {
+    session_id_in("session_id", id)
+}
+
+/// [`session_id`] of the request field `field` (`session_ids[3]`).
+fn session_id_in<'a>(field: &str, id: &'a str) -> Result<&'a str> {
     if id.is_empty() {
-        return Err(Error::InvalidArgument("session_id is required".into()));
+        return Err(Error::invalid(field, format!("{field} is required")));
     }
     if id.len() > MAX_SESSION_ID_LEN {
-        return Err(Error::InvalidArgument(format!(
-            "session_id is {} bytes long; the limit is {MAX_SESSION_ID_LEN}",
-            id.len()
-        )));
+        return Err(Error::invalid(
+            field,
+            format!(
+                "{field} is {} bytes long; the limit is {MAX_SESSION_ID_LEN}",
+                id.len()
+            ),
+        ));
     }
     let mut chars = id.chars();
     let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
     let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     if !(first_ok && rest_ok) {
-        return Err(Error::InvalidArgument(format!(
-            "session_id {id:?} must start with a letter or digit and hold only letters, digits, '.', '_' and '-'"
-        )));
+        return Err(Error::invalid(
+            field,
+            format!(
+                "{field} {id:?} must start with a letter or digit and hold only letters, digits, '.', '_' and '-'"
+            ),
+        ));
     }
     Ok(id)
 }
@@ -42,27 +53,34 @@ pub fn session_id(id: &str) -> Result<&str> {
 /// with `if_generation` (offsets only make sense for the whole list).
 pub fn listed_ids(ids: &[String], if_generation: Option<u64>) -> Result<HashSet<&str>> {
     if ids.len() > MAX_LISTED_IDS {
-        return Err(Error::InvalidArgument(format!(
-            "session_ids names {} sessions; the limit is {MAX_LISTED_IDS}",
-            ids.len()
-        )));
-    }
-    if !ids.is_empty() && if_generation.is_some() {
-        return Err(Error::InvalidArgument(
-            "if_generation asks for the whole list's offsets; it cannot be combined with session_ids"
-                .into(),
+        return Err(Error::invalid(
+            "session_ids",
+            format!(
+                "session_ids names {} sessions; the limit is {MAX_LISTED_IDS}",
+                ids.len()
+            ),
         ));
     }
-    ids.iter().map(|id| session_id(id)).collect()
+    if !ids.is_empty() && if_generation.is_some() {
+        return Err(Error::invalid(
+            "if_generation",
+            "if_generation asks for the whole list's offsets; it cannot be combined with session_ids",
+        ));
+    }
+    ids.iter()
+        .enumerate()
+        .map(|(at, id)| session_id_in(&format!("session_ids[{at}]"), id))
+        .collect()
 }
 
 /// Terminal sizes are 1 to 10,000 cells each way.
 pub fn size(cols: u32, rows: u32) -> Result<(u16, u16)> {
     for (name, value) in [("cols", cols), ("rows", rows)] {
         if value == 0 || value > MAX_DIMENSION {
-            return Err(Error::InvalidArgument(format!(
-                "{name} must be between 1 and {MAX_DIMENSION}, got {value}"
-            )));
+            return Err(Error::invalid(
+                name,
+                format!("{name} must be between 1 and {MAX_DIMENSION}, got {value}"),
+            ));
         }
     }
     // Both are at most 10,000, so they fit.
@@ -73,9 +91,12 @@ pub fn size(cols: u32, rows: u32) -> Result<(u16, u16)> {
 /// none.
 pub fn same_session(stream_session: &str, named: &str) -> Result<()> {
     if !named.is_empty() && named != stream_session {
-        return Err(Error::InvalidArgument(format!(
-            "this Input stream writes to session {stream_session:?}, not {named:?}; open a stream per session"
-        )));
+        return Err(Error::invalid(
+            "session_id",
+            format!(
+                "this Input stream writes to session {stream_session:?}, not {named:?}; open a stream per session"
+            ),
+        ));
     }
     Ok(())
 }
@@ -83,9 +104,10 @@ pub fn same_session(stream_session: &str, named: &str) -> Result<()> {
 /// Input writes are at most 1 MiB.
 pub fn write_len(len: usize) -> Result<()> {
     if len > MAX_WRITE_BYTES {
-        return Err(Error::InvalidArgument(format!(
-            "data is {len} bytes; one write may carry at most {MAX_WRITE_BYTES}"
-        )));
+        return Err(Error::invalid(
+            "data",
+            format!("data is {len} bytes; one write may carry at most {MAX_WRITE_BYTES}"),
+        ));
     }
     Ok(())
 }
@@ -100,20 +122,25 @@ pub fn cwd(cwd: &str) -> Result<&str> {
     // Quoted at most in part: the whole may be long.
     let shown: String = cwd.chars().take(64).collect();
     if cwd.contains('\0') {
-        return Err(Error::InvalidArgument(format!(
-            "cwd {shown:?} contains a NUL byte"
-        )));
+        return Err(Error::invalid(
+            "cwd",
+            format!("cwd {shown:?} contains a NUL byte"),
+        ));
     }
     if cwd.len() > MAX_CWD_BYTES {
-        return Err(Error::InvalidArgument(format!(
-            "cwd is {} bytes long; a path may be at most {MAX_CWD_BYTES}",
-            cwd.len()
-        )));
+        return Err(Error::invalid(
+            "cwd",
+            format!(
+                "cwd is {} bytes long; a path may be at most {MAX_CWD_BYTES}",
+                cwd.len()
+            ),
+        ));
     }
     if !cwd.starts_with('/') {
-        return Err(Error::InvalidArgument(format!(
-            "cwd {shown:?} must be an absolute path"
-        )));
+        return Err(Error::invalid(
+            "cwd",
+            format!("cwd {shown:?} must be an absolute path"),
+        ));
     }
     Ok(cwd)
 }
@@ -124,23 +151,26 @@ pub fn spawn_strings<'a>(
     env: impl IntoIterator<Item = (&'a String, &'a String)>,
 ) -> Result<()> {
     if let Some(arg) = argv.iter().position(|arg| arg.contains('\0')) {
-        return Err(Error::InvalidArgument(format!(
-            "argv[{arg}] contains a NUL byte"
-        )));
+        return Err(Error::invalid(
+            format!("argv[{arg}]"),
+            format!("argv[{arg}] contains a NUL byte"),
+        ));
     }
     if argv.first().is_some_and(String::is_empty) {
-        return Err(Error::InvalidArgument("argv[0] is empty".into()));
+        return Err(Error::invalid("argv[0]", "argv[0] is empty"));
     }
     for (name, value) in env {
         if name.is_empty() || name.contains(['=', '\0']) {
-            return Err(Error::InvalidArgument(format!(
-                "env name {name:?} must be non-empty and hold neither '=' nor NUL"
-            )));
+            return Err(Error::invalid(
+                "env",
+                format!("env name {name:?} must be non-empty and hold neither '=' nor NUL"),
+            ));
         }
         if value.contains('\0') {
-            return Err(Error::InvalidArgument(format!(
-                "env value of {name} contains a NUL byte"
-            )));
+            return Err(Error::invalid(
+                "env",
+                format!("env value of {name} contains a NUL byte"),
+            ));
         }
     }
     Ok(())

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use holdfast::answered_stream::{self, AnsweredStream};
 use holdfast::daemon_client::{self, DaemonClient};
+pub use holdfast::error_details::{self, Reason};
 use holdfast::proc_stat::ProcStat;
 use holdfast::proto::daemon::v1 as pb;
 use tonic::Streaming;
@@ -121,17 +122,61 @@ where
     }
 }
 
-/// Asserts that a call failed with `code` and a message mentioning `needle`.
+/// Asserts that a call failed with `code` and a message mentioning
+/// `needle`, and that the refusal says why in holdfast's terms: a reason
+/// (`google.rpc.ErrorInfo`) and, for a bad request, the field
+/// (`google.rpc.BadRequest`). Returns the status for further checks.
 pub fn expect_status<T: std::fmt::Debug>(
     result: Result<T, tonic::Status>,
     code: tonic::Code,
     needle: &str,
-) {
+) -> tonic::Status {
     let status = result.expect_err("the call must fail");
     assert_eq!(status.code(), code, "message: {}", status.message());
     assert!(
         status.message().contains(needle),
         "message {:?} should mention {needle:?}",
+        status.message()
+    );
+    let reason = error_details::reason_of(&status);
+    assert!(
+        reason.is_some(),
+        "{code:?} {:?} carries no reason in the {:?} domain",
+        status.message(),
+        error_details::DOMAIN
+    );
+    if code == tonic::Code::InvalidArgument {
+        assert!(
+            error_details::field_of(&status).is_some(),
+            "{:?} names no field",
+            status.message()
+        );
+    }
+    status
+}
+
+/// Asserts that `status` gives `reason`, with `metadata` among what it
+/// names.
+pub fn expect_reason(status: &tonic::Status, reason: Reason, metadata: &[(&str, &str)]) {
+    let (given, named) = error_details::reason_of(status)
+        .unwrap_or_else(|| panic!("{:?} carries no reason", status.message()));
+    assert_eq!(given, reason.as_str_name(), "message: {}", status.message());
+    for (key, value) in metadata {
+        assert_eq!(
+            named.get(*key).map(String::as_str),
+            Some(*value),
+            "{key} in {named:?}"
+        );
+    }
+}
+
+/// Asserts that `status` refuses a request for its `field`.
+pub fn expect_field(status: &tonic::Status, field: &str) {
+    expect_reason(status, Reason::InvalidField, &[]);
+    assert_eq!(
+        error_details::field_of(status).as_deref(),
+        Some(field),
+        "message: {}",
         status.message()
     );
 }

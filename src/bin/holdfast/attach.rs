@@ -700,7 +700,6 @@ fn terminal_size() -> Option<(u32, u32)> {
     (size.ws_col != 0 && size.ws_row != 0).then(|| (size.ws_col.into(), size.ws_row.into()))
 }
 
-/// Gives the session this terminal's size.
 /// Sizes the session to this terminal; with `redraw` its program is told
 /// even if the size is the same (see `ResizeSessionRequest.redraw`).
 async fn resize_to_terminal(clients: &mut Clients, session_id: &str, redraw: bool) {

@@ -1,0 +1,238 @@
+//! Refusals say why in terms a program can act on: a reason
+//! (`google.rpc.ErrorInfo` in the `holdfast` domain) naming what it
+//! concerns, and for bad input the field (`google.rpc.BadRequest`), as
+//! paths in the request that was sent, whichever service found the fault.
+//! Every `expect_status` checks that a reason is there; these check which.
+
+mod support;
+
+use holdfast::proto::daemon::v1 as daemon_pb;
+use holdfast::proto::host::v1 as pb;
+use support::host::*;
+use support::*;
+use tonic::Code;
+
+#[tokio::test]
+async fn the_host_names_the_reason_the_field_and_the_subject() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("refusals").await.workspace_id;
+    let mut terminals = host.terminals.clone();
+    let create = |edit: &dyn Fn(&mut pb::CreateSessionRequest)| {
+        let mut request = session_request(&workspace, &["true"]);
+        edit(&mut request);
+        request
+    };
+    let start = |create| pb::StartSessionRequest {
+        create: Some(create),
+    };
+
+    // Found wrong by the host-service, and by the daemon behind it: the
+    // same field of the same request either way, inside `create` when it
+    // came inside `create`.
+    for (edit, field, needle) in [
+        (
+            &(|r: &mut pb::CreateSessionRequest| r.title = Some("a\u{7}b".into()))
+                as &dyn Fn(&mut pb::CreateSessionRequest),
+            "title",
+            "control characters",
+        ),
+        (&|r| r.cols = 10_001, "cols", "between 1 and 10000"),
+        (&|r| r.cwd = "relative/dir".into(), "cwd", "absolute"),
+        (&|r| r.argv = vec![String::new()], "argv[0]", "empty"),
+        (
+            &|r| r.argv = vec!["sh".into(), "a\0b".into()],
+            "argv[1]",
+            "NUL",
+        ),
+    ] {
+        let refused = expect_status(
+            terminals.create_session(create(edit)).await,
+            Code::InvalidArgument,
+            needle,
+        );
+        expect_field(&refused, field);
+        let refused = expect_status(
+            terminals.start_session(start(create(edit))).await,
+            Code::InvalidArgument,
+            needle,
+        );
+        expect_field(&refused, &format!("create.{field}"));
+    }
+    let refused = expect_status(
+        terminals
+            .start_session(pb::StartSessionRequest { create: None })
+            .await,
+        Code::InvalidArgument,
+        "create is required",
+    );
+    expect_field(&refused, "create");
+
+    // The daemon's reasons come through with what they name.
+    let refused = expect_status(
+        terminals
+            .create_session(create(&|r| r.argv = vec!["/no/such/program".into()]))
+            .await,
+        Code::NotFound,
+        "/no/such/program",
+    );
+    expect_reason(
+        &refused,
+        Reason::ProgramNotFound,
+        &[("program", "/no/such/program")],
+    );
+    let refused = expect_status(
+        terminals
+            .create_session(create(&|r| r.cwd = "/no/such/dir".into()))
+            .await,
+        Code::NotFound,
+        "/no/such/dir",
+    );
+    expect_reason(&refused, Reason::CwdNotFound, &[("cwd", "/no/such/dir")]);
+    let refused = expect_status(
+        terminals
+            .create_session(create(&|r| r.argv = vec!["/etc/passwd".into()]))
+            .await,
+        Code::PermissionDenied,
+        "/etc/passwd",
+    );
+    expect_reason(
+        &refused,
+        Reason::ProgramNotPermitted,
+        &[("program", "/etc/passwd")],
+    );
+
+    // Sessions and workspaces that are not there, or no longer open.
+    let unknown = "0b6e7c58-4a3e-4d1f-9d0e-3c1a2b4c5d6e";
+    let refused = expect_status(
+        terminals
+            .get_session(pb::GetSessionRequest {
+                session_id: unknown.into(),
+            })
+            .await,
+        Code::NotFound,
+        unknown,
+    );
+    expect_reason(&refused, Reason::SessionNotFound, &[("sessionId", unknown)]);
+    let refused = expect_status(
+        terminals
+            .list_sessions(pb::ListSessionsRequest {
+                workspace_id: unknown.into(),
+                ..Default::default()
+            })
+            .await,
+        Code::NotFound,
+        "no workspace",
+    );
+    expect_reason(
+        &refused,
+        Reason::WorkspaceNotFound,
+        &[("workspaceId", unknown)],
+    );
+
+    let [session] = host.create_sessions(&workspace, [&["sleep", "1000"]]).await;
+    let id = session.session_id.as_str();
+    terminals
+        .dispose_session(pb::DisposeSessionRequest {
+            session_id: id.into(),
+            ..Default::default()
+        })
+        .await
+        .expect("dispose");
+    let refused = expect_status(
+        terminals
+            .write_input(pb::WriteInputRequest {
+                session_id: id.into(),
+                data: b"x".to_vec().into(),
+            })
+            .await,
+        Code::NotFound,
+        "disposed",
+    );
+    expect_reason(&refused, Reason::SessionDisposed, &[("sessionId", id)]);
+
+    host.workspaces
+        .close_workspace(pb::CloseWorkspaceRequest {
+            workspace_id: workspace.clone(),
+        })
+        .await
+        .expect("close");
+    let refused = expect_status(
+        terminals
+            .create_session(session_request(&workspace, &["true"]))
+            .await,
+        Code::FailedPrecondition,
+        "closed",
+    );
+    expect_reason(
+        &refused,
+        Reason::WorkspaceClosed,
+        &[("workspaceId", &workspace)],
+    );
+}
+
+#[tokio::test]
+async fn the_daemon_names_fields_as_paths_in_its_own_requests() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let mut relative = spawn_request(&["true"]);
+    relative.cwd = "relative/dir".into();
+
+    let refused = expect_status(
+        client.spawn(relative.clone()).await,
+        Code::InvalidArgument,
+        "absolute",
+    );
+    expect_field(&refused, "cwd");
+    let refused = expect_status(
+        client
+            .start(daemon_pb::StartRequest {
+                spawn: Some(relative),
+            })
+            .await,
+        Code::InvalidArgument,
+        "absolute",
+    );
+    expect_field(&refused, "spawn.cwd");
+
+    let refused = expect_status(
+        client
+            .write(daemon_pb::WriteRequest {
+                session_id: "nobody-here".into(),
+                data: b"x".to_vec().into(),
+            })
+            .await,
+        Code::NotFound,
+        "nobody-here",
+    );
+    expect_reason(
+        &refused,
+        Reason::SessionNotFound,
+        &[("sessionId", "nobody-here")],
+    );
+    let refused = expect_status(
+        client
+            .list(daemon_pb::ListRequest {
+                session_ids: vec!["fine".into(), "../etc".into()],
+                ..Default::default()
+            })
+            .await,
+        Code::InvalidArgument,
+        "must start with a letter or digit",
+    );
+    expect_field(&refused, "session_ids[1]");
+
+    let taken = spawn(&mut client, &["sleep", "1000"]).await;
+    let mut again = spawn_request(&["true"]);
+    again.session_id = taken.session_id.clone();
+    let refused = expect_status(
+        client.spawn(again).await,
+        Code::AlreadyExists,
+        "already exists",
+    );
+    expect_reason(
+        &refused,
+        Reason::SessionExists,
+        &[("sessionId", &taken.session_id)],
+    );
+}
