@@ -16,8 +16,8 @@ use tonic_types::{ErrorDetails, StatusExt};
 /// `ErrorInfo.domain` of every reason here.
 pub const DOMAIN: &str = "holdfast";
 
-/// Longest metadata value sent, in bytes (an id is 36; a program or a
-/// directory may be longer, and the message has it whole).
+/// Longest metadata value sent, in bytes (an id is 36; a longer program
+/// or directory is cut, ending in "…").
 pub const MAX_METADATA_VALUE_BYTES: usize = 256;
 
 /// Why a request was refused: `ErrorInfo.reason`, spelt as the value's
@@ -147,11 +147,12 @@ mod tests {
         for reason in reasons {
             let spelt = reason.as_str_name();
             assert!(spelt.len() <= 63, "{spelt}");
+            // AIP-193: [A-Z][A-Z0-9_]+[A-Z0-9].
             assert!(
-                spelt
-                    .chars()
-                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-                    && !spelt.starts_with('_')
+                spelt.starts_with(|c: char| c.is_ascii_uppercase())
+                    && spelt
+                        .chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
                     && !spelt.ends_with('_'),
                 "{spelt}"
             );

@@ -27,6 +27,12 @@ pub mod errors {
 /// client that asked for a look can tell.
 pub const LOOK_METADATA: &str = "holdfast-until-now";
 
+/// Response metadata of an `AttachSession` or `StartSession` stream that
+/// counts as attached: the token that names it in
+/// `ResizeSessionRequest.attachment`, so its client's size is known as its
+/// own (see `host-service/src/client_sizes.rs`).
+pub const ATTACHMENT_METADATA: &str = "holdfast-attachment";
+
 /// The environment variable that names the session a program runs in: the
 /// host-service sets it at every spawn (over any value a client names), as
 /// tmux sets `TMUX`, so that `holdfast attach` run in a session does not

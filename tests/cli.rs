@@ -1236,3 +1236,74 @@ async fn lookups_refuse_a_list_from_memory() {
         "{guessed:?}"
     );
 }
+
+/// `holdfast attach` resizes as its own client: when it detaches, the
+/// session goes back to the size of a client still attached, as under
+/// tmux, rather than keeping the size of a terminal no longer showing it.
+#[tokio::test]
+async fn detaching_gives_the_session_back_to_the_size_of_a_client_still_attached() {
+    use holdfast::proto::host::v1 as pb;
+    let (_home, mut host, workspace, target) = host_running("sizes", "exec cat").await;
+    let mut terminals = host.terminals.clone();
+    let desk = terminals
+        .attach_session(pb::AttachSessionRequest {
+            session_id: target.session_id.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("attach");
+    let token = desk
+        .metadata()
+        .get(holdfast::proto::ATTACHMENT_METADATA)
+        .expect("an attachment token")
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    terminals
+        .resize_session(pb::ResizeSessionRequest {
+            session_id: target.session_id.clone(),
+            cols: 150,
+            rows: 45,
+            attachment: token,
+            ..Default::default()
+        })
+        .await
+        .expect("resize");
+    let at = |size: (u32, u32)| {
+        let id = target.session_id.clone();
+        move |list: &pb::ListSessionsResponse| {
+            list.sessions
+                .iter()
+                .any(|s| s.session_id == id && (s.cols, s.rows) == size)
+        }
+    };
+    host.list_until("the desk's size", &workspace, at((150, 45)))
+        .await;
+
+    // The CLI, in a terminal of 90x28.
+    let cli = binary("holdfast");
+    let mut viewer = session_request(
+        &workspace,
+        &[
+            cli.to_str().expect("utf-8 path"),
+            "--addr",
+            &host.address,
+            "attach",
+            &target.session_id,
+        ],
+    );
+    (viewer.cols, viewer.rows) = (90, 28);
+    let viewer = host.create_session(viewer).await;
+    host.list_until("the CLI's size", &workspace, at((90, 28)))
+        .await;
+    host.terminals
+        .write_input(pb::WriteInputRequest {
+            session_id: viewer.session_id.clone(),
+            data: vec![0x1d].into(),
+        })
+        .await
+        .expect("Ctrl-]");
+    host.list_until("the desk's size again", &workspace, at((150, 45)))
+        .await;
+    drop(desk);
+}

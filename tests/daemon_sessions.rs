@@ -168,6 +168,20 @@ async fn input_waits_for_a_busy_program_and_a_write_that_does_not_fit_takes_noth
         refused.message().contains("none of this write was taken"),
         "{refused:?}"
     );
+    let waiting = refused
+        .message()
+        .split_once(": ")
+        .and_then(|(_, rest)| rest.split_once(" bytes wait"))
+        .map(|(bytes, _)| bytes.to_owned())
+        .expect("the message says how much waits");
+    expect_reason(
+        &refused,
+        Reason::InputFull,
+        &[
+            ("sessionId", &session.session_id),
+            ("waitingBytes", &waiting),
+        ],
+    );
     // Still room for a little, after what the terminal itself took.
     write(&client, &session.session_id, "cccc").await;
 

@@ -137,10 +137,11 @@ async fn a_spawn_out_of_descriptors_is_resource_exhausted() {
     restore(pid, limit);
     let refused = refused.expect("the daemon answered");
     // Where it runs short depends on what the daemon had open just then.
-    expect_status(
+    let refused = expect_status(
         refused,
         tonic::Code::ResourceExhausted,
         "Too many open files",
     );
+    expect_reason(&refused, Reason::NoResources, &[("program", "true")]);
     spawn(&mut client, &["true"]).await;
 }

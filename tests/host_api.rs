@@ -55,7 +55,7 @@ async fn input_from_many_writers_arrives_whole_and_an_ended_session_refuses_more
     // its own once the host has forgotten the session).
     host.write_input(id, "\n").await;
     assert_eq!(receive_host_exit(&mut stream).await.exit_code, Some(3));
-    expect_status(
+    let refused = expect_status(
         host.terminals
             .clone()
             .write_input(pb::WriteInputRequest {
@@ -66,6 +66,12 @@ async fn input_from_many_writers_arrives_whole_and_an_ended_session_refuses_more
         Code::FailedPrecondition,
         "exited",
     );
+    let (reason, named) = error_details::reason_of(&refused).expect("a reason");
+    assert!(
+        ["SESSION_EXITED", "TERMINAL_CLOSED"].contains(&reason.as_str()),
+        "{reason}"
+    );
+    assert_eq!(named.get("sessionId"), Some(id));
 }
 
 /// A `SendInput` stream on the host-service, opened with `first`.
@@ -1967,4 +1973,135 @@ async fn get_session_tells_the_end_the_daemon_forgot() {
         forgotten.ended_at, ended.ended_at,
         "the same end, before and after"
     );
+}
+
+/// A session follows its clients' sizes as tmux's `window-size latest`
+/// does: when the client whose size it has detaches, it takes the size of
+/// the client that resized last among those still attached, be it the one
+/// that started it.
+#[tokio::test]
+async fn a_session_goes_back_to_the_size_of_a_client_still_attached() {
+    use pb::start_session_response::Event;
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("sizes").await.workspace_id;
+    let terminals = host.terminals.clone();
+    let attach = |session_id: &str| {
+        let mut terminals = terminals.clone();
+        let request = pb::AttachSessionRequest {
+            session_id: session_id.to_owned(),
+            ..Default::default()
+        };
+        async move {
+            let answer = terminals.attach_session(request).await.expect("attach");
+            (attachment_of(&answer), answer.into_inner())
+        }
+    };
+    let resize = |session_id: &str, attachment: &str, (cols, rows): (u32, u32)| {
+        let mut terminals = terminals.clone();
+        let request = pb::ResizeSessionRequest {
+            session_id: session_id.to_owned(),
+            cols,
+            rows,
+            attachment: attachment.to_owned(),
+            ..Default::default()
+        };
+        async move {
+            terminals.resize_session(request).await.expect("resize");
+        }
+    };
+
+    // Started at 120x40 by its first client.
+    let mut start = session_request(&workspace, &["sleep", "1000"]);
+    (start.cols, start.rows) = (120, 40);
+    let started = host
+        .terminals
+        .start_session(pb::StartSessionRequest {
+            create: Some(start),
+        })
+        .await
+        .expect("start");
+    assert!(
+        !attachment_of(&started).is_empty(),
+        "a token to resize with"
+    );
+    let mut started = started.into_inner();
+    let Some(Event::Started(session)) = started
+        .message()
+        .await
+        .expect("started")
+        .and_then(|m| m.event)
+    else {
+        panic!("the stream begins with the session");
+    };
+    let id = session.session_id.as_str();
+
+    let (desk, desk_stream) = attach(id).await;
+    resize(id, &desk, (200, 50)).await;
+    let (phone, phone_stream) = attach(id).await;
+    resize(id, &phone, (60, 20)).await;
+    size_until(&host, &workspace, id, (60, 20)).await;
+
+    drop(phone_stream);
+    size_until(&host, &workspace, id, (200, 50)).await;
+    drop(desk_stream);
+    size_until(&host, &workspace, id, (120, 40)).await;
+
+    // Onlookers are no clients with a size.
+    for (watch, until_now) in [(true, false), (false, true)] {
+        let look = host
+            .terminals
+            .attach_session(pb::AttachSessionRequest {
+                session_id: id.to_owned(),
+                watch,
+                until_now,
+                ..Default::default()
+            })
+            .await
+            .expect("look");
+        assert_eq!(
+            attachment_of(&look),
+            "",
+            "watch {watch}, until_now {until_now}"
+        );
+    }
+
+    // A token that is no number is refused; one no longer open is no
+    // reason to refuse a resize.
+    let refused = expect_status(
+        host.terminals
+            .resize_session(pb::ResizeSessionRequest {
+                session_id: id.to_owned(),
+                cols: 80,
+                rows: 24,
+                attachment: "desk".into(),
+                ..Default::default()
+            })
+            .await,
+        Code::InvalidArgument,
+        "holdfast-attachment",
+    );
+    expect_field(&refused, "attachment");
+    resize(id, &phone, (81, 25)).await;
+    size_until(&host, &workspace, id, (81, 25)).await;
+    drop(started);
+}
+
+/// The `holdfast-attachment` token of an attach stream's answer.
+fn attachment_of<T>(answer: &tonic::Response<T>) -> String {
+    answer
+        .metadata()
+        .get(holdfast::proto::ATTACHMENT_METADATA)
+        .map(|token| token.to_str().expect("ascii").to_owned())
+        .unwrap_or_default()
+}
+
+/// Waits until the session's listed size is `size`.
+async fn size_until(host: &HostService, workspace: &str, id: &str, size: (u32, u32)) {
+    host.list_until(&format!("{id} at {size:?}"), workspace, |list| {
+        list.sessions
+            .iter()
+            .any(|s| s.session_id == id && (s.cols, s.rows) == size)
+    })
+    .await;
 }

@@ -500,7 +500,8 @@ async fn a_create_that_got_no_answer_leaves_nothing_running() {
         .terminals
         .create_session(session_request(&workspace, &["sleep", "1000"]))
         .await;
-    expect_status(failed, tonic::Code::Unavailable, "no answer");
+    let failed = expect_status(failed, tonic::Code::Unavailable, "no answer");
+    expect_reason(&failed, Reason::DaemonUnavailable, &[]);
     rustix::process::kill_process(daemon, Signal::CONT).expect("SIGCONT the daemon");
     home.until_no_session_runs("the failed create's program to be ended")
         .await;

@@ -212,6 +212,7 @@ impl Policy {
                 match authority {
                     Some(authority) if is_loopback_authority(authority) => Ok(()),
                     other => {
+                        let other = other.filter(|authority| !authority.is_empty());
                         let refusal = Refusal::new(
                             Code::PermissionDenied,
                             Reason::NotLoopback,

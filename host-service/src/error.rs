@@ -273,6 +273,8 @@ mod tests {
         );
         let status = tonic::Status::from(Error::from_daemon(other_user));
         assert_eq!(status.code(), tonic::Code::Internal);
+        let (reason, _) = error_details::reason_of(&status).expect("a reason");
+        assert_eq!(reason, "DAEMON_FAILED");
         // Its verdicts keep their reason and what they name.
         let exited = tonic::Status::from(
             Refusal::new(tonic::Code::FailedPrecondition, Reason::SessionExited, "m")

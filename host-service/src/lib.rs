@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod api;
+pub mod client_sizes;
 pub mod error;
 pub mod grpc_only;
 pub mod input;

@@ -107,14 +107,16 @@ fn cors(extra_origins: Vec<String>) -> CorsLayer {
         // the token; grpc-web metadata are headers of any name.
         .allow_headers(AllowHeaders::mirror_request())
         // What a page may read of an answer: the status (in the headers
-        // of an answer without messages), and `holdfast-until-now`, which
-        // tells a look from an older host-service's attach.
+        // of an answer without messages), `holdfast-until-now`, which
+        // tells a look from an older host-service's attach, and
+        // `holdfast-attachment`, which names its attach stream in resizes.
         .expose_headers(
             [
                 "grpc-status",
                 "grpc-message",
                 "grpc-status-details-bin",
                 holdfast::proto::LOOK_METADATA,
+                holdfast::proto::ATTACHMENT_METADATA,
             ]
             .map(http::HeaderName::from_static),
         )

@@ -16,10 +16,11 @@ use tracing::Instrument;
 
 use crate::api::terminal_service_server::TerminalService;
 use crate::api::workspace_service_server::WorkspaceService;
+use crate::client_sizes::{AttachToken, ClientSizes};
 use crate::error::{Error, Result};
 use crate::listing::{self, ListSessionsResponse, source_to_proto};
 use crate::live_sessions::{LiveSessionView, LiveSessions, Rows};
-use crate::memory::{Adoption, AttachGuard, Memory, MemorySession};
+use crate::memory::{Adoption, Memory, MemorySession};
 use crate::new_session::NewSession;
 use crate::paging::Page;
 use crate::session_view;
@@ -56,6 +57,11 @@ pub struct Host {
     operation_timeout: Duration,
     /// Workspaces seen to exist.
     workspaces: Arc<KnownWorkspaces>,
+    /// The sizes attached clients show sessions at.
+    sizes: Arc<ClientSizes>,
+    /// Resizes take turns, each until it is recorded in `sizes`, so the
+    /// size a terminal is left at is the one recorded last.
+    resizing: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Host {
@@ -73,6 +79,48 @@ impl Host {
             live,
             operation_timeout,
             workspaces: Arc::default(),
+            sizes: Arc::default(),
+            resizing: Arc::default(),
+        }
+    }
+
+    /// A new attach stream to `session_id`, whose client's size (once it
+    /// sets one) counts as its own until the returned value is dropped;
+    /// `response` gets its token as metadata.
+    fn sized_attachment<T>(&self, session_id: &str, response: &mut Response<T>) -> SizedAttachment {
+        let attachment = self.sizes.attach(session_id);
+        response.metadata_mut().insert(
+            holdfast::proto::ATTACHMENT_METADATA,
+            tonic::metadata::MetadataValue::from(attachment),
+        );
+        SizedAttachment {
+            host: self.clone(),
+            session_id: session_id.to_owned(),
+            attachment,
+        }
+    }
+
+    /// Gives a session, in its turn, the size it was last given: that of
+    /// the client it went back to when another detached, unless a resize
+    /// came since (its size then, already applied). A failure (the session
+    /// gone meanwhile) is only logged.
+    async fn restore_size(&self, session_id: String) {
+        let _turn = self.resizing.lock().await;
+        let Some((cols, rows)) = self.sizes.current(&session_id) else {
+            return;
+        };
+        let mut client = self.daemon.clone();
+        let resize = self.request(daemon::ResizeRequest {
+            session_id: session_id.clone(),
+            cols,
+            rows,
+            redraw: false,
+        });
+        match self.daemon_call("resize", client.resize(resize)).await {
+            Ok(_) => tracing::debug!(%session_id, cols, rows, "back to a remaining client's size"),
+            Err(error) => {
+                tracing::debug!(%session_id, %error, "could not give back a remaining client's size")
+            }
         }
     }
 
@@ -597,20 +645,24 @@ impl Host {
     }
 
     /// Relays a daemon attach stream as the host's, the session counted as
-    /// attached (by `guard`, if any) until the stream is dropped.
-    fn relay<S>(
+    /// attached, and its client's size its own, until the stream is dropped
+    /// (by `held`: an `AttachGuard` and a `SizedAttachment`, or `()` for an
+    /// onlooker).
+    fn relay<S, H>(
         &self,
         session_id: String,
         events: S,
-        guard: Option<AttachGuard>,
-    ) -> impl Stream<Item = Result<pb::AttachSessionResponse, Status>> + Send + use<S>
+        held: H,
+    ) -> impl Stream<Item = Result<pb::AttachSessionResponse, Status>> + Send + use<S, H>
     where
         S: Stream<Item = Result<daemon::AttachResponse, Status>> + Send + 'static,
+        H: Send + 'static,
     {
         let memory = Arc::clone(&self.memory);
         events.map(move |event| {
-            // The guard lives as long as the stream: attached until dropped.
-            let _attached = &guard;
+            // What is held lives as long as the stream: an attachment is
+            // counted, and its size its client's, until it is dropped.
+            let _attached = &held;
             let event = event.map_err(|status| Status::from(Error::from_daemon(status)))?;
             Ok(event_to_proto(&memory, &session_id, event))
         })
@@ -735,8 +787,16 @@ impl TerminalService for Host {
             Ok::<_, Error>((session, events, guard))
         })
         .await?;
+        // Started at its client's size.
+        let mut response = Response::new(());
+        let sized = self.sized_attachment(&session.session_id, &mut response);
+        self.sizes.resized(
+            &session.session_id,
+            Some(sized.attachment),
+            (session.cols, session.rows),
+        );
         let rest = self
-            .relay(session.session_id.clone(), events, Some(guard))
+            .relay(session.session_id.clone(), events, (guard, sized))
             .map(|event| {
                 event.map(|attach| pb::StartSessionResponse {
                     event: Some(Event::Attach(attach)),
@@ -746,7 +806,7 @@ impl TerminalService for Host {
             event: Some(Event::Started(session)),
         };
         let stream = futures_util::stream::once(async { Ok(started) }).chain(rest);
-        Ok(Response::new(Box::pin(stream)))
+        Ok(response.map(|()| -> StartStream { Box::pin(stream) }))
     }
 
     async fn list_sessions(
@@ -806,7 +866,7 @@ impl TerminalService for Host {
         if request.until_now {
             let events = self.look(&session_id, request.from_offset, open).await?;
             let mut response: Response<AttachStream> =
-                Response::new(Box::pin(self.relay(session_id, events, None)));
+                Response::new(Box::pin(self.relay(session_id, events, ())));
             response.metadata_mut().insert(
                 holdfast::proto::LOOK_METADATA,
                 tonic::metadata::MetadataValue::from_static("1"),
@@ -826,9 +886,7 @@ impl TerminalService for Host {
             self.adopt(restored).await;
         }
         if request.watch {
-            return Ok(Response::new(Box::pin(
-                self.relay(session_id, events, None),
-            )));
+            return Ok(Response::new(Box::pin(self.relay(session_id, events, ()))));
         }
         let guard = self.memory.attach(&session_id);
         let store = self.store.clone();
@@ -841,11 +899,10 @@ impl TerminalService for Host {
                 tracing::warn!(session_id = %touched, %error, "recording the attach failed");
             }
         });
-        Ok(Response::new(Box::pin(self.relay(
-            session_id,
-            events,
-            Some(guard),
-        ))))
+        let mut response = Response::new(());
+        let sized = self.sized_attachment(&session_id, &mut response);
+        let relayed = self.relay(session_id, events, (guard, sized));
+        Ok(response.map(|()| -> AttachStream { Box::pin(relayed) }))
     }
 
     async fn write_input(
@@ -892,17 +949,23 @@ impl TerminalService for Host {
         let request = request.into_inner();
         let session_id = validate::id("session_id", &request.session_id)?.to_owned();
         validate::size(request.cols, request.rows)?;
+        let attachment = validate::attachment(&request.attachment)?;
         let restored = self.usable(&session_id).await?;
         let mut client = self.daemon.clone();
         let resize = self.request(daemon::ResizeRequest {
-            session_id,
+            session_id: session_id.clone(),
             cols: request.cols,
             rows: request.rows,
             redraw: request.redraw,
         });
-        self.daemon_call("resize", client.resize(resize))
-            .await
-            .map_err(|error| ended_if_forgotten(error, restored.as_ref()))?;
+        {
+            let _turn = self.resizing.lock().await;
+            self.daemon_call("resize", client.resize(resize))
+                .await
+                .map_err(|error| ended_if_forgotten(error, restored.as_ref()))?;
+            self.sizes
+                .resized(&session_id, attachment, (request.cols, request.rows));
+        }
         if let Some(restored) = restored {
             self.adopt(restored).await;
         }
@@ -1043,6 +1106,35 @@ fn event_to_proto(
         }
     });
     pb::AttachSessionResponse { event }
+}
+
+/// An attach stream's client, whose size (once it sets one) is its own
+/// until the stream is dropped; then, if the session still has it, the
+/// session goes back to the size of a client still attached (see
+/// `client_sizes`).
+struct SizedAttachment {
+    host: Host,
+    session_id: String,
+    attachment: AttachToken,
+}
+
+impl Drop for SizedAttachment {
+    fn drop(&mut self) {
+        if self
+            .host
+            .sizes
+            .detach(&self.session_id, self.attachment)
+            .is_none()
+        {
+            return;
+        }
+        // Streams are dropped on the runtime; a resize is a call to make.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let host = self.host.clone();
+            let session_id = std::mem::take(&mut self.session_id);
+            runtime.spawn(async move { host.restore_size(session_id).await });
+        }
+    }
 }
 
 /// Runs `work` on a task of its own, to its end, even should the request

@@ -167,6 +167,23 @@ pub fn size(cols: u32, rows: u32) -> Result<()> {
     Ok(())
 }
 
+/// `ResizeSessionRequest.attachment`: empty, or a token from a
+/// `holdfast-attachment` header (a number).
+pub fn attachment(value: &str) -> Result<Option<crate::client_sizes::AttachToken>> {
+    if value.is_empty() {
+        return Ok(None);
+    }
+    value.parse().map(Some).map_err(|_| {
+        let shown: String = value.chars().take(32).collect();
+        Error::invalid(
+            "attachment",
+            format!(
+                "attachment {shown:?} is not a holdfast-attachment token: pass the header's value unchanged, or nothing"
+            ),
+        )
+    })
+}
+
 /// Input writes: at most 1 MiB.
 pub fn write_len(len: usize) -> Result<()> {
     if len > MAX_WRITE_BYTES {

@@ -69,7 +69,10 @@ pub fn listed_ids(ids: &[String], if_generation: Option<u64>) -> Result<HashSet<
     }
     ids.iter()
         .enumerate()
-        .map(|(at, id)| session_id_in(&format!("session_ids[{at}]"), id))
+        .map(|(at, id)| {
+            // Named by its place only once it is found wrong.
+            session_id(id).or_else(|_| session_id_in(&format!("session_ids[{at}]"), id))
+        })
         .collect()
 }
 

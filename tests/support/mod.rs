@@ -146,6 +146,7 @@ pub fn expect_status<T: std::fmt::Debug>(
         error_details::DOMAIN
     );
     if code == tonic::Code::InvalidArgument {
+        expect_reason(&status, Reason::InvalidField, &[]);
         assert!(
             error_details::field_of(&status).is_some(),
             "{:?} names no field",

@@ -126,7 +126,7 @@ pub async fn attach(
     detach_key: DetachKey,
 ) -> anyhow::Result<u8> {
     let window_changes = signal(SignalKind::window_change()).context("watching SIGWINCH")?;
-    let stream = clients
+    let answer = clients
         .terminals
         .attach_session(pb::AttachSessionRequest {
             session_id: session_id.clone(),
@@ -134,15 +134,37 @@ pub async fn attach(
             ..Default::default()
         })
         .await
-        .map_err(refused)?
-        .into_inner();
+        .map_err(refused)?;
+    let attachment = attachment_of(&answer);
+    let stream = answer.into_inner();
     let raw = RawMode::enter()?;
     if raw.is_some() {
         // The replay may begin mid-screen: a full-screen program draws
         // its screen again after it, as under tmux attach.
-        resize_to_terminal(clients, &session_id, true).await;
+        resize_to_terminal(clients, &session_id, &attachment, true).await;
     }
-    relay(clients, session_id, raw, detach_key, window_changes, stream).await
+    relay(
+        clients,
+        session_id,
+        attachment,
+        raw,
+        detach_key,
+        window_changes,
+        stream,
+    )
+    .await
+}
+
+/// The token an attach stream's answer names it by, for its resizes
+/// (`ResizeSessionRequest.attachment`); empty from a host-service older
+/// than it.
+fn attachment_of<T>(answer: &tonic::Response<T>) -> String {
+    answer
+        .metadata()
+        .get(holdfast::proto::ATTACHMENT_METADATA)
+        .and_then(|token| token.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// Starts a session sized to this terminal and attaches to it, in one call
@@ -158,14 +180,15 @@ pub async fn start(
     if let Some((cols, rows)) = terminal_size() {
         (request.cols, request.rows) = (cols, rows);
     }
-    let mut stream = clients
+    let answer = clients
         .terminals
         .start_session(pb::StartSessionRequest {
             create: Some(request),
         })
         .await
-        .map_err(refused)?
-        .into_inner();
+        .map_err(refused)?;
+    let attachment = attachment_of(&answer);
+    let mut stream = answer.into_inner();
     let started = stream.message().await.map_err(refused)?;
     let Some(Event::Started(session)) = started.and_then(|message| message.event) else {
         anyhow::bail!("the host-service did not say which session it started");
@@ -185,6 +208,7 @@ pub async fn start(
         relay(
             clients,
             session_id.clone(),
+            attachment,
             raw,
             detach_key,
             window_changes,
@@ -203,6 +227,7 @@ pub async fn start(
 async fn relay(
     clients: &mut Clients,
     session_id: String,
+    mut attachment: String,
     raw: Option<RawMode>,
     detach_key: DetachKey,
     mut window_changes: Signal,
@@ -261,10 +286,11 @@ async fn relay(
                 // session runs on under the daemon.
                 tracing::debug!(%lost, "attaching again");
                 match reattach(clients, &session_id, shown_to, &mut keyboard, &mut ends).await? {
-                    Reattached::Events(events) => {
+                    Reattached::Events(events, token) => {
                         stream = events;
+                        attachment = token;
                         typing = Typing::NotYet;
-                        resize_to_terminal(clients, &session_id, false).await;
+                        resize_to_terminal(clients, &session_id, &attachment, false).await;
                         // Keys typed meanwhile, in order.
                         held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
                     }
@@ -284,7 +310,9 @@ async fn relay(
             () = held.retry(), if held.refused() => {
                 held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
             }
-            _ = window_changes.recv() => resize_to_terminal(clients, &session_id, false).await,
+            _ = window_changes.recv() => {
+                resize_to_terminal(clients, &session_id, &attachment, false).await;
+            }
             () = ends.recv() => break Ending::Detached,
         }
     };
@@ -463,7 +491,8 @@ impl HeldKeys {
 
 /// How attaching again ended.
 enum Reattached {
-    Events(Events),
+    /// The stream, and its attachment's token.
+    Events(Events, String),
     Detached,
     GaveUp(tonic::Status),
 }
@@ -494,7 +523,13 @@ async fn reattach(
             return Ok(Reattached::Detached);
         };
         match answer {
-            Ok(events) => return Ok(Reattached::Events(Box::pin(events.into_inner()))),
+            Ok(events) => {
+                let attachment = attachment_of(&events);
+                return Ok(Reattached::Events(
+                    Box::pin(events.into_inner()),
+                    attachment,
+                ));
+            }
             Err(status) if !is_verdict(&status) && Instant::now() < give_up => {}
             Err(status) => return Ok(Reattached::GaveUp(status)),
         }
@@ -700,9 +735,16 @@ fn terminal_size() -> Option<(u32, u32)> {
     (size.ws_col != 0 && size.ws_row != 0).then(|| (size.ws_col.into(), size.ws_row.into()))
 }
 
-/// Sizes the session to this terminal; with `redraw` its program is told
-/// even if the size is the same (see `ResizeSessionRequest.redraw`).
-async fn resize_to_terminal(clients: &mut Clients, session_id: &str, redraw: bool) {
+/// Sizes the session to this terminal, as this `attachment`'s client (so
+/// it goes back to another client's size when this one detaches); with
+/// `redraw` its program is told even if the size is the same (see
+/// `ResizeSessionRequest.redraw`).
+async fn resize_to_terminal(
+    clients: &mut Clients,
+    session_id: &str,
+    attachment: &str,
+    redraw: bool,
+) {
     let Some((cols, rows)) = terminal_size() else {
         return;
     };
@@ -713,6 +755,7 @@ async fn resize_to_terminal(clients: &mut Clients, session_id: &str, redraw: boo
             cols,
             rows,
             redraw,
+            attachment: attachment.to_owned(),
         })
         .await;
 }

@@ -1,0 +1,212 @@
+//! The terminal sizes attached clients show a session at, so that a
+//! session follows its clients much as tmux's `window-size latest` has it,
+//! with resizes as the only activity: it takes the size the last client to
+//! set one asked for, and when that client detaches, the size of the
+//! client that set one last among those still attached. An attach stream
+//! is named by a token its client gets with it (`holdfast-attachment`) and
+//! gives with its resizes; a size set without one (a browser's, an older
+//! client's) belongs to no client and stays until the next. Tokens start
+//! at a random number in each process, so one kept across a restart of
+//! the host-service names nobody.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+/// Names one attach stream of this process, for as long as it is open.
+pub type AttachToken = u64;
+
+/// A terminal size, in cells: (cols, rows).
+pub type Size = (u32, u32);
+
+/// Every session's attached clients and their sizes.
+#[derive(Debug)]
+pub struct ClientSizes {
+    inner: Mutex<Inner>,
+}
+
+impl Default for ClientSizes {
+    fn default() -> Self {
+        // 48 random bits: far from wrapping, and unlike another process's.
+        let start = uuid::Uuid::new_v4().as_u64_pair().0 >> 16;
+        Self {
+            inner: Mutex::new(Inner {
+                counter: start,
+                sessions: HashMap::new(),
+            }),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    /// The last attachment given out, and the last size set: one count,
+    /// so later means larger.
+    counter: u64,
+    sessions: HashMap<String, Clients>,
+}
+
+/// One session's attached clients.
+#[derive(Debug, Default)]
+struct Clients {
+    attached: Vec<Client>,
+    /// The client whose size the session has, if the last size set was
+    /// one client's.
+    owner: Option<AttachToken>,
+    /// The last size set, by anyone, since a client attached.
+    current: Option<Size>,
+}
+
+#[derive(Debug)]
+struct Client {
+    attachment: AttachToken,
+    /// The size it last set, and when (by the counter).
+    size: Option<(Size, u64)>,
+}
+
+impl ClientSizes {
+    fn inner(&self) -> MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A new attach stream to `session_id`, its client with no size yet.
+    pub fn attach(&self, session_id: &str) -> AttachToken {
+        let mut inner = self.inner();
+        inner.counter += 1;
+        let attachment = inner.counter;
+        inner
+            .sessions
+            .entry(session_id.to_owned())
+            .or_default()
+            .attached
+            .push(Client {
+                attachment,
+                size: None,
+            });
+        attachment
+    }
+
+    /// Notes that `session_id` was resized to `size`, for the client of
+    /// `attachment` if it names one of the session's open streams, else for
+    /// no client.
+    pub fn resized(&self, session_id: &str, attachment: Option<AttachToken>, size: Size) {
+        let mut inner = self.inner();
+        inner.counter += 1;
+        let now = inner.counter;
+        let Some(clients) = inner.sessions.get_mut(session_id) else {
+            return;
+        };
+        clients.current = Some(size);
+        let client = attachment.and_then(|attachment| {
+            clients
+                .attached
+                .iter_mut()
+                .find(|client| client.attachment == attachment)
+        });
+        clients.owner = client.map(|client| {
+            client.size = Some((size, now));
+            client.attachment
+        });
+    }
+
+    /// Ends the stream `attachment` names; returns the size the session is
+    /// to take now, if it had this client's size and another client still
+    /// attached has set one.
+    pub fn detach(&self, session_id: &str, attachment: AttachToken) -> Option<Size> {
+        let mut inner = self.inner();
+        let clients = inner.sessions.get_mut(session_id)?;
+        clients
+            .attached
+            .retain(|client| client.attachment != attachment);
+        if clients.attached.is_empty() {
+            inner.sessions.remove(session_id);
+            return None;
+        }
+        if clients.owner != Some(attachment) {
+            return None;
+        }
+        clients.owner = None;
+        let (next, (size, _)) = clients
+            .attached
+            .iter()
+            .filter_map(|client| Some((client.attachment, client.size?)))
+            .max_by_key(|(_, (_, set))| *set)?;
+        clients.owner = Some(next);
+        clients.current = Some(size);
+        Some(size)
+    }
+
+    /// The size `session_id` was last given while clients were attached:
+    /// what a restore checks after its resize, since a resize that came
+    /// meanwhile may have reached the terminal first.
+    pub fn current(&self, session_id: &str) -> Option<Size> {
+        self.inner().sessions.get(session_id)?.current
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_session_goes_back_to_the_size_of_the_last_client_that_set_one() {
+        let sizes = ClientSizes::default();
+        let desk = sizes.attach("s");
+        sizes.resized("s", Some(desk), (200, 50));
+        let phone = sizes.attach("s");
+        sizes.resized("s", Some(phone), (60, 20));
+        let laptop = sizes.attach("s");
+        sizes.resized("s", Some(laptop), (120, 40));
+        sizes.resized("s", Some(desk), (180, 45));
+
+        // Not the owner: nothing changes.
+        assert_eq!(sizes.detach("s", phone), None);
+        // The owner: the one that set a size last among the rest.
+        assert_eq!(sizes.detach("s", desk), Some((120, 40)));
+        assert_eq!(sizes.current("s"), Some((120, 40)));
+        // Twice, or for a session with nobody attached: nothing.
+        assert_eq!(sizes.detach("s", desk), None);
+        assert_eq!(sizes.detach("t", desk), None);
+        assert_eq!(sizes.detach("s", laptop), None, "nobody left");
+        assert!(sizes.inner().sessions.is_empty(), "forgotten when empty");
+    }
+
+    #[test]
+    fn a_size_set_for_no_client_stays() {
+        let elsewhere = ClientSizes::default();
+        let sizes = ClientSizes::default();
+        let desk = sizes.attach("s");
+        sizes.resized("s", Some(desk), (200, 50));
+        let gone = sizes.attach("s");
+        assert_eq!(sizes.detach("s", gone), None);
+        let other_session = sizes.attach("t");
+        let other_process = elsewhere.attach("s");
+        // A size without a token, or with one of another session or
+        // process, or of a stream no longer open, is nobody's: the laptop
+        // leaving then leaves it (were it the laptop's, the desk's would
+        // come back).
+        for nobody in [None, Some(gone), Some(other_session), Some(other_process)] {
+            let laptop = sizes.attach("s");
+            sizes.resized("s", Some(laptop), (120, 40));
+            sizes.resized("s", nobody, (90, 30));
+            assert_eq!(sizes.detach("s", laptop), None, "{nobody:?}");
+            assert_eq!(sizes.current("s"), Some((90, 30)));
+        }
+    }
+
+    #[test]
+    fn when_nobody_left_set_a_size_nobody_owns_it() {
+        let sizes = ClientSizes::default();
+        let quiet = sizes.attach("s");
+        let other = sizes.attach("s");
+        let desk = sizes.attach("s");
+        sizes.resized("s", Some(desk), (200, 50));
+        assert_eq!(sizes.detach("s", desk), None);
+        // Nobody owns the size now: the quiet ones' leaving changes nothing.
+        sizes.resized("s", Some(other), (70, 20));
+        sizes.resized("s", None, (80, 24));
+        assert_eq!(sizes.detach("s", quiet), None);
+        assert_eq!(sizes.detach("s", other), None);
+    }
+}
