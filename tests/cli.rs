@@ -749,6 +749,56 @@ async fn attach_goes_on_across_a_host_service_restart() {
     let shown = receive_host_text(&mut screen, "again\r\nagain\r\n").await;
     assert_eq!(shown.matches("before-restart").count(), 1, "{shown:?}");
     assert_eq!(shown.matches("after").count(), 2, "{shown:?}");
+
+    // Attached again, the CLI resizes under its new stream's token: when
+    // it detaches, the session goes back to another client's size.
+    use holdfast::proto::host::v1 as pb;
+    let mut terminals = host.terminals.clone();
+    let desk = terminals
+        .attach_session(pb::AttachSessionRequest {
+            session_id: target.session_id.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("attach");
+    let token = desk
+        .metadata()
+        .get(holdfast::proto::ATTACHMENT_METADATA)
+        .and_then(|token| token.to_str().ok())
+        .expect("a token")
+        .to_owned();
+    let resize =
+        |session_id: &str, (cols, rows): (u32, u32), attachment: &str| pb::ResizeSessionRequest {
+            session_id: session_id.to_owned(),
+            cols,
+            rows,
+            attachment: attachment.to_owned(),
+            ..Default::default()
+        };
+    let at = |size: (u32, u32)| {
+        let id = target.session_id.clone();
+        move |list: &pb::ListSessionsResponse| {
+            list.sessions
+                .iter()
+                .any(|s| s.session_id == id && (s.cols, s.rows) == size)
+        }
+    };
+    terminals
+        .resize_session(resize(&target.session_id, (150, 45), &token))
+        .await
+        .expect("the desk's resize");
+    host.list_until("the desk's size", &workspace, at((150, 45)))
+        .await;
+    terminals
+        .resize_session(resize(&viewer, (101, 31), ""))
+        .await
+        .expect("resize the CLI's terminal");
+    host.list_until("the CLI's size", &workspace, at((101, 31)))
+        .await;
+    host.write_input(&viewer, "\u{1d}").await;
+    host.list_until("the desk's size again", &workspace, at((150, 45)))
+        .await;
+    drop(desk);
 }
 
 /// `holdfast new --attach` in a terminal: the program starts at the

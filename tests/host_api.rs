@@ -1190,8 +1190,11 @@ async fn grpc_web_answers_local_pages_and_health_reports_the_daemon() {
         .find_map(|line| line.strip_prefix("access-control-expose-headers:"))
         .unwrap_or_default();
     assert!(
-        exposed.contains("grpc-status") && exposed.contains("holdfast-until-now"),
-        "a page may read the status and tell a look from an attach: {local}"
+        exposed.contains("grpc-status")
+            && exposed.contains("grpc-status-details-bin")
+            && exposed.contains("holdfast-until-now")
+            && exposed.contains("holdfast-attachment"),
+        "a page may read the status and its details, tell a look from an attach, and name its attachment in resizes: {local}"
     );
     // A page sending the token asks first; `authorization` must be named
     // in the answer (a wildcard does not cover it).
