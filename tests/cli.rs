@@ -623,6 +623,7 @@ async fn attach_replays_forwards_keys_follows_resizes_and_detaches() {
     let write = |session_id: &str, data: &[u8]| pb::WriteInputRequest {
         session_id: session_id.to_owned(),
         data: data.to_vec().into(),
+        ..Default::default()
     };
     let open_screen = |host: &mut HostService, session_id: String| {
         let mut terminals = host.terminals.clone();
@@ -1314,7 +1315,7 @@ async fn detaching_gives_the_session_back_to_the_size_of_a_client_still_attached
             session_id: target.session_id.clone(),
             cols: 150,
             rows: 45,
-            attachment: token,
+            attachment: token.clone(),
             ..Default::default()
         })
         .await
@@ -1346,10 +1347,27 @@ async fn detaching_gives_the_session_back_to_the_size_of_a_client_still_attached
     let viewer = host.create_session(viewer).await;
     host.list_until("the CLI's size", &workspace, at((90, 28)))
         .await;
+    // The desk resizes; then typing in the CLI gives the session its size.
+    terminals
+        .resize_session(pb::ResizeSessionRequest {
+            session_id: target.session_id.clone(),
+            cols: 150,
+            rows: 45,
+            attachment: token.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("resize");
+    host.list_until("the desk's size", &workspace, at((150, 45)))
+        .await;
+    host.write_input(&viewer.session_id, "typed").await;
+    host.list_until("the typing CLI's size", &workspace, at((90, 28)))
+        .await;
     host.terminals
         .write_input(pb::WriteInputRequest {
             session_id: viewer.session_id.clone(),
             data: vec![0x1d].into(),
+            ..Default::default()
         })
         .await
         .expect("Ctrl-]");

@@ -32,6 +32,7 @@ async fn input_from_many_writers_arrives_whole_and_an_ended_session_refuses_more
         let write = pb::WriteInputRequest {
             session_id: id.clone(),
             data: vec![b'a' + i; 3000].into(),
+            ..Default::default()
         };
         async move { terminals.write_input(write).await.expect("write") }
     });
@@ -61,6 +62,7 @@ async fn input_from_many_writers_arrives_whole_and_an_ended_session_refuses_more
             .write_input(pb::WriteInputRequest {
                 session_id: id.clone(),
                 data: "more".into(),
+                ..Default::default()
             })
             .await,
         Code::FailedPrecondition,
@@ -88,6 +90,7 @@ fn keys(session_id: &str, data: &[u8]) -> pb::SendInputRequest {
     pb::SendInputRequest {
         session_id: session_id.to_owned(),
         data: data.to_vec().into(),
+        ..Default::default()
     }
 }
 
@@ -123,6 +126,19 @@ async fn send_input_streams_writes_in_order_and_refuses_precisely() {
         .await
         .expect("still the other one");
     receive_host_text(&mut cat, "xy\r\nxy").await;
+    // A later message's client token is checked as the first's would be.
+    let mut named = send_input(&host, keys(&other.session_id, b"p"))
+        .await
+        .expect("a stream");
+    let refused = named
+        .send(pb::SendInputRequest {
+            data: "q".into(),
+            attachment: "x".into(),
+            ..Default::default()
+        })
+        .await;
+    let refused = expect_status(refused, Code::InvalidArgument, "holdfast-attachment");
+    expect_field(&refused, "attachment");
 
     // The reader ends; writing on is refused for that reason, and ends
     // the stream.
@@ -287,6 +303,7 @@ async fn bad_input_gets_precise_statuses() {
         t.write_input(pb::WriteInputRequest {
             session_id: unknown.clone(),
             data: "x".into(),
+            ..Default::default()
         })
         .await,
         Code::NotFound,
@@ -296,15 +313,28 @@ async fn bad_input_gets_precise_statuses() {
         t.write_input(pb::WriteInputRequest {
             session_id: "nope".into(),
             data: "x".into(),
+            ..Default::default()
         })
         .await,
         Code::InvalidArgument,
         "not a valid id",
     );
+    let refused = expect_status(
+        t.write_input(pb::WriteInputRequest {
+            session_id: live.session_id.clone(),
+            data: "x".into(),
+            attachment: "desk".into(),
+        })
+        .await,
+        Code::InvalidArgument,
+        "holdfast-attachment",
+    );
+    expect_field(&refused, "attachment");
     expect_status(
         t.write_input(pb::WriteInputRequest {
             session_id: live.session_id.clone(),
             data: vec![0; (1 << 20) + 1].into(),
+            ..Default::default()
         })
         .await,
         Code::InvalidArgument,
@@ -1009,6 +1039,7 @@ async fn a_session_the_daemon_forgot_is_still_told_as_exited() {
             let write = pb::WriteInputRequest {
                 session_id: id.to_owned(),
                 data: "x".into(),
+                ..Default::default()
             };
             let status = terminals.write_input(write).await.err()?;
             (status.code() == Code::FailedPrecondition).then_some(status)
@@ -1556,6 +1587,7 @@ async fn every_id_taking_rpc_refuses_every_kind_of_bad_id() {
                 t.write_input(pb::WriteInputRequest {
                     session_id: id.clone(),
                     data: "x".into(),
+                    ..Default::default()
                 })
                 .await
                 .map(drop),
@@ -1979,9 +2011,10 @@ async fn get_session_tells_the_end_the_daemon_forgot() {
 }
 
 /// A session follows its clients' sizes as tmux's `window-size latest`
-/// does: when the client whose size it has detaches, it takes the size of
-/// the client that resized last among those still attached, be it the one
-/// that started it.
+/// does: typing in a client gives the session its size, and when the
+/// client whose size it has detaches, it takes the size of the client
+/// active last (resized or typed) among those still attached, be it the
+/// one that started it.
 #[tokio::test]
 async fn a_session_goes_back_to_the_size_of_a_client_still_attached() {
     use pb::start_session_response::Event;
@@ -2024,10 +2057,8 @@ async fn a_session_goes_back_to_the_size_of_a_client_still_attached() {
         })
         .await
         .expect("start");
-    assert!(
-        !attachment_of(&started).is_empty(),
-        "a token to resize with"
-    );
+    let start_token = attachment_of(&started);
+    assert!(!start_token.is_empty(), "a token to resize with");
     let mut started = started.into_inner();
     let Some(Event::Started(session)) = started
         .message()
@@ -2045,10 +2076,48 @@ async fn a_session_goes_back_to_the_size_of_a_client_still_attached() {
     resize(id, &phone, (60, 20)).await;
     size_until(&host, &workspace, id, (60, 20)).await;
 
-    drop(phone_stream);
+    // Typing is activity: the session takes the typing client's size.
+    host.terminals
+        .write_input(pb::WriteInputRequest {
+            session_id: id.to_owned(),
+            data: "x".into(),
+            attachment: desk.clone(),
+        })
+        .await
+        .expect("the desk types");
     size_until(&host, &workspace, id, (200, 50)).await;
-    drop(desk_stream);
+    let mut typed = send_input(
+        &host,
+        pb::SendInputRequest {
+            session_id: id.to_owned(),
+            data: "y".into(),
+            attachment: phone.clone(),
+        },
+    )
+    .await
+    .expect("the phone types");
+    size_until(&host, &workspace, id, (60, 20)).await;
+    host.terminals
+        .write_input(pb::WriteInputRequest {
+            session_id: id.to_owned(),
+            data: "x".into(),
+            attachment: start_token.clone(),
+        })
+        .await
+        .expect("the starting client types");
     size_until(&host, &workspace, id, (120, 40)).await;
+    // The stream's later messages are the same client's.
+    typed
+        .send(keys("", b"z"))
+        .await
+        .expect("more from the phone");
+    size_until(&host, &workspace, id, (60, 20)).await;
+    drop(typed);
+
+    // The starting client typed after the desk did: its size comes back.
+    drop(phone_stream);
+    size_until(&host, &workspace, id, (120, 40)).await;
+    drop(desk_stream);
 
     // Onlookers are no clients with a size.
     for (watch, until_now) in [(true, false), (false, true)] {

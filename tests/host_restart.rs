@@ -118,6 +118,7 @@ async fn background_sessions_survive_host_restarts_in_every_list() {
         .write_input(pb::WriteInputRequest {
             session_id: plain.session_id.clone(),
             data: "echo-me\n".into(),
+            ..Default::default()
         })
         .await
         .expect("write to a restored session");
@@ -557,6 +558,7 @@ async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
         .write_input(pb::WriteInputRequest {
             session_id: session.session_id.clone(),
             data: "x".into(),
+            ..Default::default()
         })
         .await
         .expect_err("the daemon is stopped");
@@ -671,6 +673,7 @@ async fn a_dead_daemon_is_relaunched_and_its_sessions_are_recorded_as_exited() {
         .write_input(pb::WriteInputRequest {
             session_id: session.session_id.clone(),
             data: "x".into(),
+            ..Default::default()
         })
         .await
         .expect_err("the session is gone");

@@ -144,6 +144,7 @@ async fn the_host_names_the_reason_the_field_and_the_subject() {
             .write_input(pb::WriteInputRequest {
                 session_id: id.into(),
                 data: b"x".to_vec().into(),
+                ..Default::default()
             })
             .await,
         Code::NotFound,

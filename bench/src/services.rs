@@ -272,6 +272,7 @@ impl Host {
         let request = pb::WriteInputRequest {
             session_id: session_id.into(),
             data: data.to_vec().into(),
+            ..Default::default()
         };
         self.terminals.write_input(request).await?;
         Ok(())

@@ -1,11 +1,13 @@
 //! The terminal sizes attached clients show a session at, so that a
-//! session follows its clients much as tmux's `window-size latest` has it,
-//! with resizes as the only activity: it takes the size the last client to
-//! set one asked for, and when that client detaches, the size of the
-//! client that set one last among those still attached. An attach stream
-//! is named by a token its client gets with it (`holdfast-attachment`) and
-//! gives with its resizes; a size set without one (a browser's, an older
-//! client's) belongs to no client and stays until the next. Tokens start
+//! session follows its clients much as tmux's `window-size latest` has it: it
+//! takes the size of the client active last (that resized, or typed), and
+//! when that client detaches, the size of the client active last among
+//! those still attached that set one. An attach stream is named by a
+//! token its client gets with it (`holdfast-attachment`) and gives with
+//! its resizes and keys; a size set without one (a browser's, an older
+//! client's) belongs to no client and stays until the next resize, or keys
+//! from a client that set a size. Clients that never set a size do not
+//! count. Tokens start
 //! at a random number in each process, so one kept across a restart of
 //! the host-service names nobody.
 
@@ -137,9 +139,53 @@ impl ClientSizes {
         Some(size)
     }
 
+    /// Notes that the client of `attachment` typed in `session_id`: it is
+    /// the latest client now (which decides whose size a detach gives
+    /// back), and the session is to take its size, if it set one and the
+    /// session does not have it already. Whether the session's size is to
+    /// change (to [`Self::current`]).
+    pub fn active(&self, session_id: &str, attachment: AttachToken) -> bool {
+        let mut inner = self.inner();
+        let now = inner.counter + 1;
+        let Some(clients) = inner.sessions.get_mut(session_id) else {
+            return false;
+        };
+        // Whoever set the owner (a resize, a detach, typing) gave it the
+        // latest stamp too: nothing to do.
+        if clients.owner == Some(attachment) {
+            return false;
+        }
+        let Some(client) = clients
+            .attached
+            .iter_mut()
+            .find(|client| client.attachment == attachment)
+        else {
+            return false;
+        };
+        let Some((size, set)) = client.size.as_mut() else {
+            return false;
+        };
+        *set = now;
+        let size = *size;
+        clients.owner = Some(attachment);
+        let changed = clients.current != Some(size);
+        clients.current = Some(size);
+        inner.counter = now;
+        changed
+    }
+
+    /// Notes that giving `session_id` its [`Self::current`] size failed:
+    /// what its terminal has is unknown, so the next activity applies a
+    /// size again.
+    pub fn unsure(&self, session_id: &str) {
+        if let Some(clients) = self.inner().sessions.get_mut(session_id) {
+            clients.current = None;
+        }
+    }
+
     /// The size `session_id` was last given while clients were attached:
-    /// what a restore checks after its resize, since a resize that came
-    /// meanwhile may have reached the terminal first.
+    /// what the host-service applies, in its turn, after a detach or
+    /// typing changed it.
     pub fn current(&self, session_id: &str) -> Option<Size> {
         self.inner().sessions.get(session_id)?.current
     }
@@ -193,6 +239,41 @@ mod tests {
             assert_eq!(sizes.detach("s", laptop), None, "{nobody:?}");
             assert_eq!(sizes.current("s"), Some((90, 30)));
         }
+    }
+
+    #[test]
+    fn typing_in_a_client_gives_the_session_its_size() {
+        let sizes = ClientSizes::default();
+        let desk = sizes.attach("s");
+        sizes.resized("s", Some(desk), (200, 50));
+        let phone = sizes.attach("s");
+        sizes.resized("s", Some(phone), (60, 20));
+        let quiet = sizes.attach("s");
+        assert!(sizes.active("s", desk));
+        assert_eq!(sizes.current("s"), Some((200, 50)));
+        // Already its size; a client with no size; another session's.
+        assert!(!sizes.active("s", desk));
+        assert!(!sizes.active("s", quiet));
+        assert!(!sizes.active("t", phone));
+        // Typing made the desk the latest: when it leaves, the phone's.
+        assert!(sizes.active("s", phone));
+        assert!(sizes.active("s", desk));
+        assert_eq!(sizes.detach("s", desk), Some((60, 20)));
+
+        // Typing counts as the latest activity for what a detach gives
+        // back, not only the last resize.
+        let (desk, phone, laptop) = (sizes.attach("u"), sizes.attach("u"), sizes.attach("u"));
+        sizes.resized("u", Some(desk), (200, 50));
+        sizes.resized("u", Some(phone), (60, 20));
+        sizes.resized("u", Some(laptop), (120, 40));
+        assert!(sizes.active("u", desk));
+        assert!(sizes.active("u", laptop));
+        assert_eq!(sizes.detach("u", laptop), Some((200, 50)));
+        // A size that failed to apply is applied again at the next typing.
+        sizes.unsure("u");
+        assert!(sizes.active("u", phone));
+        sizes.unsure("u");
+        assert!(!sizes.active("u", phone), "already the owner");
     }
 
     #[test]

@@ -109,7 +109,8 @@ fn cors(extra_origins: Vec<String>) -> CorsLayer {
         // What a page may read of an answer: the status (in the headers
         // of an answer without messages), `holdfast-until-now`, which
         // tells a look from an older host-service's attach, and
-        // `holdfast-attachment`, which names its attach stream in resizes.
+        // `holdfast-attachment`, which names its attach stream in resizes
+        // and input.
         .expose_headers(
             [
                 "grpc-status",

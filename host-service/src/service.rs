@@ -100,11 +100,21 @@ impl Host {
         }
     }
 
+    /// Notes that the client of `attachment`, if any, typed in the session,
+    /// and gives the session that client's size if it has another.
+    fn typed_in(&self, session_id: &str, attachment: Option<AttachToken>) {
+        if attachment.is_some_and(|attachment| self.sizes.active(session_id, attachment)) {
+            let host = self.clone();
+            let session_id = session_id.to_owned();
+            tokio::spawn(async move { host.apply_size(session_id).await });
+        }
+    }
+
     /// Gives a session, in its turn, the size it was last given: that of
-    /// the client it went back to when another detached, unless a resize
-    /// came since (its size then, already applied). A failure (the session
-    /// gone meanwhile) is only logged.
-    async fn restore_size(&self, session_id: String) {
+    /// the client it went back to when another detached, or of the client
+    /// that typed, unless a resize came since (its size then, already
+    /// applied). A failure (the session gone meanwhile) is only logged.
+    async fn apply_size(&self, session_id: String) {
         let _turn = self.resizing.lock().await;
         let Some((cols, rows)) = self.sizes.current(&session_id) else {
             return;
@@ -117,9 +127,10 @@ impl Host {
             redraw: false,
         });
         match self.daemon_call("resize", client.resize(resize)).await {
-            Ok(_) => tracing::debug!(%session_id, cols, rows, "back to a remaining client's size"),
+            Ok(_) => tracing::debug!(%session_id, cols, rows, "sized to its latest client"),
             Err(error) => {
-                tracing::debug!(%session_id, %error, "could not give back a remaining client's size")
+                self.sizes.unsure(&session_id);
+                tracing::debug!(%session_id, %error, "could not size it to its latest client")
             }
         }
     }
@@ -911,7 +922,9 @@ impl TerminalService for Host {
     ) -> Result<Response<pb::WriteInputResponse>, Status> {
         let request = request.into_inner();
         let session_id = validate::id("session_id", &request.session_id)?;
+        let attachment = validate::attachment(&request.attachment)?;
         self.write(session_id, request.data).await?;
+        self.typed_in(session_id, attachment);
         Ok(Response::new(pb::WriteInputResponse {}))
     }
 
@@ -923,20 +936,27 @@ impl TerminalService for Host {
     ) -> Result<Response<SendInputStream>, Status> {
         let writes = request.into_inner();
         let answers = futures_util::stream::try_unfold(
-            (writes, String::new(), self.clone()),
-            |(mut writes, mut session_id, host)| async move {
+            (writes, String::new(), None, self.clone()),
+            |(mut writes, mut session_id, mut attachment, host)| async move {
                 let Some(write) = writes.message().await? else {
                     return Ok(None);
                 };
                 // The first write names the session; a later one only if it
-                // names another.
+                // names another. Its client, likewise.
                 if session_id.is_empty()
                     || (!write.session_id.is_empty() && write.session_id != session_id)
                 {
                     session_id = validate::id("session_id", &write.session_id)?.to_owned();
                 }
+                if !write.attachment.is_empty() {
+                    attachment = validate::attachment(&write.attachment)?;
+                }
                 host.write(&session_id, write.data).await?;
-                Ok(Some((pb::SendInputResponse {}, (writes, session_id, host))))
+                host.typed_in(&session_id, attachment);
+                Ok(Some((
+                    pb::SendInputResponse {},
+                    (writes, session_id, attachment, host),
+                )))
             },
         );
         Ok(Response::new(Box::pin(answers)))
@@ -1132,7 +1152,7 @@ impl Drop for SizedAttachment {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let host = self.host.clone();
             let session_id = std::mem::take(&mut self.session_id);
-            runtime.spawn(async move { host.restore_size(session_id).await });
+            runtime.spawn(async move { host.apply_size(session_id).await });
         }
     }
 }

@@ -167,7 +167,8 @@ pub fn size(cols: u32, rows: u32) -> Result<()> {
     Ok(())
 }
 
-/// `ResizeSessionRequest.attachment`: empty, or a token from a
+/// The `attachment` of a resize or of input (`ResizeSessionRequest`,
+/// `WriteInputRequest`, `SendInputRequest`): empty, or a token from a
 /// `holdfast-attachment` header (a number).
 pub fn attachment(value: &str) -> Result<Option<crate::client_sizes::AttachToken>> {
     if value.is_empty() {

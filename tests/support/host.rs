@@ -227,6 +227,7 @@ impl HostService {
             .write_input(pb::WriteInputRequest {
                 session_id: session_id.to_owned(),
                 data: data.to_owned().into(),
+                ..Default::default()
             })
             .await
             .expect("write");

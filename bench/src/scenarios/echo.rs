@@ -35,6 +35,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     let (writes, requests) = answered_stream::requests(pb::SendInputRequest {
         session_id: session.clone(),
         data: Default::default(),
+        ..Default::default()
     });
     let answers = host.terminals.send_input(requests).await?.into_inner();
     let mut host_input = AnsweredStream::opened(writes, answers).await?;
@@ -106,6 +107,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
                     let write = host_input.send(pb::SendInputRequest {
                         session_id: String::new(),
                         data: key.to_vec().into(),
+                        ..Default::default()
                     });
                     via_host_stream.push(echo(write, &mut host_stream, &key).await?);
                 }

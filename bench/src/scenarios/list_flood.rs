@@ -86,6 +86,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             .write_input(pb::WriteInputRequest {
                 session_id: session.session_id.clone(),
                 data: b"\n".to_vec().into(),
+                ..Default::default()
             })
             .await?;
     }

@@ -245,7 +245,7 @@ async fn relay(
     let mut ends = Ends::watch()?;
     let mut keyboard = Keyboard::new(detach_key);
     let mut stdout = std::io::stdout();
-    let mut typing = Typing::NotYet;
+    let mut typing = Typing::new(attachment.clone());
     let mut held = HeldKeys::default();
     // Where the output shown so far ends, to attach again from there.
     let mut shown_to: Option<u64> = None;
@@ -289,7 +289,7 @@ async fn relay(
                     Reattached::Events(events, token) => {
                         stream = events;
                         attachment = token;
-                        typing = Typing::NotYet;
+                        typing = Typing::new(attachment.clone());
                         resize_to_terminal(clients, &session_id, &attachment, false).await;
                         // Keys typed meanwhile, in order.
                         held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
@@ -393,16 +393,16 @@ async fn send_keys(
         Ok(()) => Ok(Sent::Gone),
         // Either refusal ended the input stream.
         Err(status) if status.code() == tonic::Code::ResourceExhausted => {
-            *typing = Typing::NotYet;
+            typing.again();
             Ok(Sent::Held)
         }
         Err(status) if status.code() == tonic::Code::FailedPrecondition => {
-            *typing = Typing::NotYet;
+            typing.again();
             Ok(Sent::NotTaken(status.message().to_owned()))
         }
         Err(status) if is_verdict(&status) => Err(refused(status)),
         Err(status) => {
-            *typing = Typing::NotYet;
+            typing.again();
             eprint!(
                 "\r\n[holdfast: {} bytes of input may not have reached the session: {}]\r\n",
                 keys.len(),
@@ -669,16 +669,37 @@ impl Keyboard {
 /// An open `SendInput` stream.
 type KeyStream = AnsweredStream<pb::SendInputRequest, pb::SendInputResponse>;
 
+/// Keystrokes on their way, from the client of one attach stream (its
+/// `holdfast-attachment` token: typing is activity, which gives the session
+/// this terminal's size, as under tmux).
+struct Typing {
+    attachment: String,
+    to: KeysTo,
+}
+
 /// Where keystrokes go: one `SendInput` stream, opened at the first, or
 /// a `WriteInput` each to a host-service that has no `SendInput` (an
 /// earlier version, still running).
-enum Typing {
+enum KeysTo {
     NotYet,
     Stream(Box<KeyStream>),
     Requests,
 }
 
 impl Typing {
+    /// Keys typed in the client of the stream `attachment` names.
+    fn new(attachment: String) -> Self {
+        Self {
+            attachment,
+            to: KeysTo::NotYet,
+        }
+    }
+
+    /// The next keys open a stream of their own.
+    fn again(&mut self) {
+        self.to = KeysTo::NotYet;
+    }
+
     /// Sends keys, answering once they reached the session's terminal.
     async fn send(
         &mut self,
@@ -688,38 +709,40 @@ impl Typing {
     ) -> Result<(), tonic::Status> {
         let data = prost::bytes::Bytes::copy_from_slice(keys);
         loop {
-            match self {
-                // The stream's first write named the session.
-                Self::Stream(stream) => {
+            match &mut self.to {
+                // The stream's first write named the session and client.
+                KeysTo::Stream(stream) => {
                     let write = pb::SendInputRequest {
-                        session_id: String::new(),
                         data,
+                        ..Default::default()
                     };
                     return stream.send(write).await;
                 }
-                Self::Requests => {
+                KeysTo::Requests => {
                     let write = pb::WriteInputRequest {
                         session_id: session_id.to_owned(),
                         data,
+                        attachment: self.attachment.clone(),
                     };
                     return clients.terminals.write_input(write).await.map(drop);
                 }
-                Self::NotYet => {
+                KeysTo::NotYet => {
                     let first = pb::SendInputRequest {
                         session_id: session_id.to_owned(),
                         data: data.clone(),
+                        attachment: self.attachment.clone(),
                     };
                     let (writes, requests) = answered_stream::requests(first);
                     match clients.terminals.send_input(requests).await {
                         Ok(answers) => {
                             let stream = KeyStream::opened(writes, answers.into_inner()).await?;
-                            *self = Self::Stream(Box::new(stream));
+                            self.to = KeysTo::Stream(Box::new(stream));
                             return Ok(());
                         }
                         // Refused before reading anything: these keys go
                         // as a request, and so will the next ones.
                         Err(status) if status.code() == tonic::Code::Unimplemented => {
-                            *self = Self::Requests;
+                            self.to = KeysTo::Requests;
                         }
                         Err(status) => return Err(status),
                     }

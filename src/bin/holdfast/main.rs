@@ -477,6 +477,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 .write_input(pb::WriteInputRequest {
                     session_id: id,
                     data: text.into_bytes().into(),
+                    ..Default::default()
                 })
                 .await
                 .map_err(refused)?;
