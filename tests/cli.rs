@@ -1310,14 +1310,15 @@ async fn detaching_gives_the_session_back_to_the_size_of_a_client_still_attached
         .to_str()
         .expect("ascii")
         .to_owned();
+    let desk_resizes = pb::ResizeSessionRequest {
+        session_id: target.session_id.clone(),
+        cols: 150,
+        rows: 45,
+        attachment: token,
+        ..Default::default()
+    };
     terminals
-        .resize_session(pb::ResizeSessionRequest {
-            session_id: target.session_id.clone(),
-            cols: 150,
-            rows: 45,
-            attachment: token.clone(),
-            ..Default::default()
-        })
+        .resize_session(desk_resizes.clone())
         .await
         .expect("resize");
     let at = |size: (u32, u32)| {
@@ -1349,13 +1350,7 @@ async fn detaching_gives_the_session_back_to_the_size_of_a_client_still_attached
         .await;
     // The desk resizes; then typing in the CLI gives the session its size.
     terminals
-        .resize_session(pb::ResizeSessionRequest {
-            session_id: target.session_id.clone(),
-            cols: 150,
-            rows: 45,
-            attachment: token.clone(),
-            ..Default::default()
-        })
+        .resize_session(desk_resizes)
         .await
         .expect("resize");
     host.list_until("the desk's size", &workspace, at((150, 45)))
