@@ -1,6 +1,7 @@
 //! Machine-readable refusals: the gRPC richer error model, as Google's
-//! AIP-193 lays it out. Besides its code and message, every status the
-//! services send carries a `google.rpc.ErrorInfo` in the `holdfast` domain
+//! AIP-193 lays it out. Besides its code and message, every refusal the
+//! services make themselves (not gRPC's own, such as `UNIMPLEMENTED`)
+//! carries a `google.rpc.ErrorInfo` in the `holdfast` domain
 //! whose `reason` names what went wrong ([`Reason`]) and whose metadata
 //! names what it concerns (`sessionId`, `workspaceId`, ...); a request
 //! field that is missing or malformed also gets a `google.rpc.BadRequest`

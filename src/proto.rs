@@ -28,9 +28,10 @@ pub mod errors {
 pub const LOOK_METADATA: &str = "holdfast-until-now";
 
 /// Response metadata of an `AttachSession` or `StartSession` stream that
-/// counts as attached: the token that names it in
-/// `ResizeSessionRequest.attachment`, so its client's size is known as its
-/// own (see `host-service/src/client_sizes.rs`).
+/// counts as attached: the token that names it in the `attachment` field
+/// of `ResizeSession`, `WriteInput` and `SendInput` requests, so its
+/// client's size and keys are known as its own (see
+/// `host-service/src/client_sizes.rs`).
 pub const ATTACHMENT_METADATA: &str = "holdfast-attachment";
 
 /// The environment variable that names the session a program runs in: the

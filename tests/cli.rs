@@ -762,12 +762,8 @@ async fn attach_goes_on_across_a_host_service_restart() {
         })
         .await
         .expect("attach");
-    let token = desk
-        .metadata()
-        .get(holdfast::proto::ATTACHMENT_METADATA)
-        .and_then(|token| token.to_str().ok())
-        .expect("a token")
-        .to_owned();
+    let token = attachment_of(&desk);
+    assert!(!token.is_empty(), "a token");
     let resize =
         |session_id: &str, (cols, rows): (u32, u32), attachment: &str| pb::ResizeSessionRequest {
             session_id: session_id.to_owned(),
@@ -1288,9 +1284,10 @@ async fn lookups_refuse_a_list_from_memory() {
     );
 }
 
-/// `holdfast attach` resizes as its own client: when it detaches, the
-/// session goes back to the size of a client still attached, as under
-/// tmux, rather than keeping the size of a terminal no longer showing it.
+/// `holdfast attach` resizes and types as its own client: typing in it
+/// gives the session its size, and when it detaches, the session goes back
+/// to the size of a client still attached, as under tmux, rather than
+/// keeping the size of a terminal no longer showing it.
 #[tokio::test]
 async fn detaching_gives_the_session_back_to_the_size_of_a_client_still_attached() {
     use holdfast::proto::host::v1 as pb;
@@ -1303,13 +1300,8 @@ async fn detaching_gives_the_session_back_to_the_size_of_a_client_still_attached
         })
         .await
         .expect("attach");
-    let token = desk
-        .metadata()
-        .get(holdfast::proto::ATTACHMENT_METADATA)
-        .expect("an attachment token")
-        .to_str()
-        .expect("ascii")
-        .to_owned();
+    let token = attachment_of(&desk);
+    assert!(!token.is_empty(), "an attachment token");
     let desk_resizes = pb::ResizeSessionRequest {
         session_id: target.session_id.clone(),
         cols: 150,

@@ -1225,7 +1225,7 @@ async fn grpc_web_answers_local_pages_and_health_reports_the_daemon() {
             && exposed.contains("grpc-status-details-bin")
             && exposed.contains("holdfast-until-now")
             && exposed.contains("holdfast-attachment"),
-        "a page may read the status and its details, tell a look from an attach, and name its attachment in resizes: {local}"
+        "a page may read the status and its details, tell a look from an attach, and name its attachment in resizes and input: {local}"
     );
     // A page sending the token asks first; `authorization` must be named
     // in the answer (a wildcard does not cover it).
@@ -2157,15 +2157,6 @@ async fn a_session_goes_back_to_the_size_of_a_client_still_attached() {
     resize(id, &phone, (81, 25)).await;
     size_until(&host, &workspace, id, (81, 25)).await;
     drop(started);
-}
-
-/// The `holdfast-attachment` token of an attach stream's answer.
-fn attachment_of<T>(answer: &tonic::Response<T>) -> String {
-    answer
-        .metadata()
-        .get(holdfast::proto::ATTACHMENT_METADATA)
-        .map(|token| token.to_str().expect("ascii").to_owned())
-        .unwrap_or_default()
 }
 
 /// Waits until the session's listed size is `size`.

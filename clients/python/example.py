@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A holdfast client in Python: create a workspace and a session, list and
-count, stream output from AttachSession, send input, and dispose.
+count, stream output from AttachSession, send input, dispose, and read a
+refusal's reason and field (grpcio-status).
 
 Stubs are generated from proto/ at run time (grpcio-tools), never committed.
 

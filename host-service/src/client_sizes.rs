@@ -4,7 +4,7 @@
 //! when that client detaches, the size of the client active last among
 //! those still attached that set one. An attach stream is named by a
 //! token its client gets with it (`holdfast-attachment`) and gives with
-//! its resizes and keys; a size set without one (a browser's, an older
+//! its resizes and keys; a size set without one (grpcurl's, an older
 //! client's) belongs to no client and stays until the next resize, or keys
 //! from a client that set a size. Clients that never set a size do not
 //! count. Tokens start
@@ -41,8 +41,8 @@ impl Default for ClientSizes {
 
 #[derive(Debug)]
 struct Inner {
-    /// The last attachment given out, and the last size set: one count,
-    /// so later means larger.
+    /// The last token given out, size set or typing noted: one count, so
+    /// later means larger.
     counter: u64,
     sessions: HashMap<String, Clients>,
 }
@@ -54,7 +54,9 @@ struct Clients {
     /// The client whose size the session has, if the last size set was
     /// one client's.
     owner: Option<AttachToken>,
-    /// The last size set, by anyone, since a client attached.
+    /// The size last given to the session while clients were attached (by
+    /// a resize, a detach or typing); `None` once giving one failed, as
+    /// what its terminal has is then unknown.
     current: Option<Size>,
 }
 
@@ -144,15 +146,15 @@ impl ClientSizes {
     /// back), and the session is to take its size, if it set one and the
     /// session does not have it already. Whether the session's size is to
     /// change (to [`Self::current`]).
-    pub fn active(&self, session_id: &str, attachment: AttachToken) -> bool {
+    pub fn typed(&self, session_id: &str, attachment: AttachToken) -> bool {
         let mut inner = self.inner();
         let now = inner.counter + 1;
         let Some(clients) = inner.sessions.get_mut(session_id) else {
             return false;
         };
         // Whoever set the owner (a resize, a detach, typing) gave it the
-        // latest stamp too: nothing to do.
-        if clients.owner == Some(attachment) {
+        // latest stamp too: nothing to do, unless its size failed to apply.
+        if clients.owner == Some(attachment) && clients.current.is_some() {
             return false;
         }
         let Some(client) = clients
@@ -249,15 +251,15 @@ mod tests {
         let phone = sizes.attach("s");
         sizes.resized("s", Some(phone), (60, 20));
         let quiet = sizes.attach("s");
-        assert!(sizes.active("s", desk));
+        assert!(sizes.typed("s", desk));
         assert_eq!(sizes.current("s"), Some((200, 50)));
         // Already its size; a client with no size; another session's.
-        assert!(!sizes.active("s", desk));
-        assert!(!sizes.active("s", quiet));
-        assert!(!sizes.active("t", phone));
+        assert!(!sizes.typed("s", desk));
+        assert!(!sizes.typed("s", quiet));
+        assert!(!sizes.typed("t", phone));
         // Typing made the desk the latest: when it leaves, the phone's.
-        assert!(sizes.active("s", phone));
-        assert!(sizes.active("s", desk));
+        assert!(sizes.typed("s", phone));
+        assert!(sizes.typed("s", desk));
         assert_eq!(sizes.detach("s", desk), Some((60, 20)));
 
         // Typing counts as the latest activity for what a detach gives
@@ -266,14 +268,15 @@ mod tests {
         sizes.resized("u", Some(desk), (200, 50));
         sizes.resized("u", Some(phone), (60, 20));
         sizes.resized("u", Some(laptop), (120, 40));
-        assert!(sizes.active("u", desk));
-        assert!(sizes.active("u", laptop));
+        assert!(sizes.typed("u", desk));
+        assert!(sizes.typed("u", laptop));
         assert_eq!(sizes.detach("u", laptop), Some((200, 50)));
-        // A size that failed to apply is applied again at the next typing.
+        // A size that failed to apply is applied again at the next typing,
+        // the owner's own too.
+        assert!(!sizes.typed("u", desk), "already the owner, at its size");
         sizes.unsure("u");
-        assert!(sizes.active("u", phone));
-        sizes.unsure("u");
-        assert!(!sizes.active("u", phone), "already the owner");
+        assert!(sizes.typed("u", desk));
+        assert_eq!(sizes.current("u"), Some((200, 50)));
     }
 
     #[test]

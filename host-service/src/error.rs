@@ -9,7 +9,7 @@ use crate::store::StoreError;
 pub enum Error {
     /// A request field is missing, malformed or out of range.
     #[error(transparent)]
-    InvalidArgument(#[from] BadField),
+    InvalidArgument(BadField),
     /// No workspace has this id.
     #[error("no workspace with id {0:?}")]
     WorkspaceNotFound(String),
@@ -33,7 +33,8 @@ pub enum Error {
     /// call was not made.
     #[error("{0}")]
     DaemonDown(String),
-    /// The pty-daemon refused the request; its status is passed on.
+    /// The pty-daemon refused the request; its code, reason and metadata
+    /// are passed on, unless the refusal was of this service itself.
     #[error("{}", .0.message())]
     Daemon(tonic::Status),
     /// The database failed.
@@ -72,12 +73,12 @@ impl Error {
             Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Unknown => {
                 Self::DaemonUnavailable(status.message().to_owned())
             }
-            Code::InvalidArgument => match error_details::field_of(&status) {
-                Some(field) if is_clients_field(&field) => {
-                    let field = field.strip_prefix("spawn.").unwrap_or(&field);
-                    Self::invalid(field, status.message())
-                }
-                _ => Self::Daemon(status),
+            Code::InvalidArgument => match error_details::field_of(&status)
+                .as_deref()
+                .and_then(clients_field)
+            {
+                Some(field) => Self::invalid(field, status.message()),
+                None => Self::Daemon(status),
             },
             _ => Self::Daemon(status),
         }
@@ -151,32 +152,35 @@ impl From<Error> for tonic::Status {
     }
 }
 
-/// Whether a field of a daemon request is one the host-service passes on
-/// from its client's request under the same name.
-fn is_clients_field(field: &str) -> bool {
+/// The field of the client's request that a field of a daemon request
+/// passes on under the same name (a spawn's, inside `Start`'s `spawn` or
+/// not), if it is one.
+fn clients_field(field: &str) -> Option<&str> {
     let field = field.strip_prefix("spawn.").unwrap_or(field);
     let name = field.split_once('[').map_or(field, |(name, _)| name);
     matches!(
         name,
         "argv" | "cwd" | "env" | "cols" | "rows" | "data" | "signal" | "grace_ms"
     )
+    .then_some(field)
 }
 
 /// The daemon's refusal of a request, passed on with its code, reason and
-/// metadata (all but a failure of the daemon's own, which is this
-/// service's `INTERNAL`: the request may be fine).
+/// metadata; a failure of the daemon's own, or its refusal of this
+/// service itself (its connection, or a field this service filled in), is
+/// this service's `INTERNAL`: the client's request may be fine.
 fn from_daemon_refusal(status: &tonic::Status, message: String) -> Refusal {
     use tonic::Code;
     let code = status.code();
     let reason = error_details::reason_of(status);
     // The daemon refusing the host-service itself (another user's, or a
     // field the host filled in) is no fault of the client's request.
-    let the_hosts = match &reason {
-        Some((reason, _)) => [Reason::OtherUser, Reason::PeerUnknown, Reason::InvalidField]
-            .iter()
-            .any(|ours| ours.as_str_name() == reason),
-        None => false,
-    };
+    let the_hosts = reason.as_ref().is_some_and(|(reason, _)| {
+        matches!(
+            Reason::from_str_name(reason),
+            Some(Reason::OtherUser | Reason::PeerUnknown | Reason::InvalidField)
+        )
+    });
     match code {
         // Its verdicts on the request keep their code: bad input, a session
         // gone, process or memory limits or input its program has not read

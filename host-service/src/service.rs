@@ -59,8 +59,9 @@ pub struct Host {
     workspaces: Arc<KnownWorkspaces>,
     /// The sizes attached clients show sessions at.
     sizes: Arc<ClientSizes>,
-    /// Resizes take turns, each until it is recorded in `sizes`, so the
-    /// size a terminal is left at is the one recorded last.
+    /// Resizes take turns, across all sessions (they are rare, and a hung
+    /// daemon holds them up anyway), each until it is recorded in `sizes`,
+    /// so the size a terminal is left at is the one recorded last.
     resizing: Arc<tokio::sync::Mutex<()>>,
 }
 
@@ -103,17 +104,26 @@ impl Host {
     /// Notes that the client of `attachment`, if any, typed in the session,
     /// and gives the session that client's size if it has another.
     fn typed_in(&self, session_id: &str, attachment: Option<AttachToken>) {
-        if attachment.is_some_and(|attachment| self.sizes.active(session_id, attachment)) {
+        if attachment.is_some_and(|attachment| self.sizes.typed(session_id, attachment)) {
+            self.apply_size_soon(session_id.to_owned());
+        }
+    }
+
+    /// [`Self::apply_size`] on a task of its own: the write or the stream's
+    /// end that called for it does not wait for it. (Streams are dropped
+    /// on the runtime; outside it there is nothing to resize for.)
+    fn apply_size_soon(&self, session_id: String) {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let host = self.clone();
-            let session_id = session_id.to_owned();
-            tokio::spawn(async move { host.apply_size(session_id).await });
+            runtime.spawn(async move { host.apply_size(session_id).await });
         }
     }
 
     /// Gives a session, in its turn, the size it was last given: that of
     /// the client it went back to when another detached, or of the client
     /// that typed, unless a resize came since (its size then, already
-    /// applied). A failure (the session gone meanwhile) is only logged.
+    /// applied). A failure (the session gone meanwhile) is logged, and
+    /// leaves the size unknown, so the next activity gives one again.
     async fn apply_size(&self, session_id: String) {
         let _turn = self.resizing.lock().await;
         let Some((cols, rows)) = self.sizes.current(&session_id) else {
@@ -1140,19 +1150,10 @@ struct SizedAttachment {
 
 impl Drop for SizedAttachment {
     fn drop(&mut self) {
-        if self
-            .host
-            .sizes
-            .detach(&self.session_id, self.attachment)
-            .is_none()
-        {
-            return;
-        }
-        // Streams are dropped on the runtime; a resize is a call to make.
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let host = self.host.clone();
-            let session_id = std::mem::take(&mut self.session_id);
-            runtime.spawn(async move { host.apply_size(session_id).await });
+        let sizes = &self.host.sizes;
+        if sizes.detach(&self.session_id, self.attachment).is_some() {
+            self.host
+                .apply_size_soon(std::mem::take(&mut self.session_id));
         }
     }
 }

@@ -9,7 +9,7 @@ use holdfast::error_details::{BadField, Reason, Refusal};
 pub enum Error {
     /// A request field is missing, malformed or out of range.
     #[error(transparent)]
-    InvalidArgument(#[from] BadField),
+    InvalidArgument(BadField),
     /// No session has this id (or it was dropped after its retention).
     #[error("no session with id {0:?}")]
     SessionNotFound(String),

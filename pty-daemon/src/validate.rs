@@ -70,7 +70,8 @@ pub fn listed_ids(ids: &[String], if_generation: Option<u64>) -> Result<HashSet<
     ids.iter()
         .enumerate()
         .map(|(at, id)| {
-            // Named by its place only once it is found wrong.
+            // Named by its place only once it is found wrong: no string
+            // is made for each of a list's ids.
             session_id(id).or_else(|_| session_id_in(&format!("session_ids[{at}]"), id))
         })
         .collect()

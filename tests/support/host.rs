@@ -441,3 +441,13 @@ pub async fn hang_the_daemon(home: &HostHome) -> rustix::process::Pid {
     super::stopped(daemon.as_raw_nonzero().get()).await;
     daemon
 }
+
+/// The `holdfast-attachment` token of an attach stream's answer; empty if
+/// it has none.
+pub fn attachment_of<T>(answer: &tonic::Response<T>) -> String {
+    answer
+        .metadata()
+        .get(holdfast::proto::ATTACHMENT_METADATA)
+        .map(|token| token.to_str().expect("ascii").to_owned())
+        .unwrap_or_default()
+}

@@ -155,8 +155,8 @@ pub async fn attach(
     .await
 }
 
-/// The token an attach stream's answer names it by, for its resizes
-/// (`ResizeSessionRequest.attachment`); empty from a host-service older
+/// The token an attach stream's answer names it by, for its resizes and
+/// keys (their requests' `attachment`); empty from a host-service older
 /// than it.
 fn attachment_of<T>(answer: &tonic::Response<T>) -> String {
     answer
