@@ -48,6 +48,16 @@ async fn viewer_of(
     (viewer.session_id, screen)
 }
 
+/// What a command that had to fail said: its stderr, once it is seen to
+/// have failed.
+fn failure_text(output: &Output) -> String {
+    assert!(
+        !output.status.success(),
+        "it should have failed: {output:?}"
+    );
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 fn holdfast(address: &str, args: &[&str]) -> Output {
     Command::new(binary("holdfast"))
         .arg("--addr")
@@ -135,8 +145,7 @@ async fn new_ls_count_send_kill_through_the_cli() {
 fn errors_read_like_a_person_wrote_them() {
     // Nothing listens on port 9 of loopback.
     let output = holdfast("http://127.0.0.1:9", &["ls"]);
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = failure_text(&output);
     assert!(
         stderr.contains("cannot reach the host-service") && stderr.contains("host-service"),
         "{stderr}"
@@ -153,11 +162,11 @@ async fn unknown_ids_are_reported_with_a_non_zero_exit() {
         &host.address,
         &["kill", "00000000-0000-4000-8000-000000000000"],
     );
-    assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("no session with id"));
+    let said = failure_text(&output);
+    assert!(said.contains("no session with id"), "{said}");
     let output = holdfast(&host.address, &["ls", "--workspace", "nope"]);
-    assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("no open workspace"));
+    let said = failure_text(&output);
+    assert!(said.contains("no open workspace"), "{said}");
 }
 
 #[tokio::test]
@@ -204,8 +213,8 @@ async fn logs_prints_the_output_so_far_or_follows_it_to_the_exit() {
         &host.address,
         &["logs", "00000000-0000-4000-8000-000000000000"],
     );
-    assert!(!unknown.status.success());
-    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no session with id"));
+    let said = failure_text(&unknown);
+    assert!(said.contains("no session with id"), "{said}");
 }
 
 /// `holdfast logs -f ID | less`: a reader that stops reading holds the
@@ -874,8 +883,7 @@ async fn the_cli_sends_the_token_from_the_environment() {
         .env_remove("HOLDFAST_AUTH_TOKEN")
         .output()
         .expect("run holdfast");
-    assert!(!refused.status.success());
-    let stderr = String::from_utf8_lossy(&refused.stderr);
+    let stderr = failure_text(&refused);
     assert!(stderr.contains("HOLDFAST_AUTH_TOKEN"), "{stderr}");
     let admitted = Command::new(binary("holdfast"))
         .args(["--addr", &host.address, "workspace", "create", "tokened"])
@@ -980,8 +988,7 @@ async fn a_workspace_name_held_twice_is_not_guessed_at() {
     let address = host.address.clone();
     let first = stdout_of(&holdfast(&address, &["workspace", "create", "dup"]));
     let again = holdfast(&address, &["workspace", "create", "dup"]);
-    assert!(!again.status.success());
-    let said = String::from_utf8_lossy(&again.stderr);
+    let said = failure_text(&again);
     assert!(
         said.contains("already named \"dup\"") && said.contains(first.trim()),
         "{said}"
@@ -989,8 +996,7 @@ async fn a_workspace_name_held_twice_is_not_guessed_at() {
 
     let second = host.create_workspace("dup").await.workspace_id;
     let ambiguous = holdfast(&address, &["ls", "--workspace", "dup"]);
-    assert!(!ambiguous.status.success());
-    let said = String::from_utf8_lossy(&ambiguous.stderr);
+    let said = failure_text(&ambiguous);
     assert!(
         said.contains("2 open workspaces are named \"dup\"")
             && said.contains(first.trim())
@@ -1084,16 +1090,15 @@ async fn sessions_are_found_by_a_start_of_their_id_or_by_title() {
     assert!(followed.contains("got:hi"), "{followed:?}");
 
     let ambiguous = holdfast(&address, &["kill", "twin"]);
-    assert!(!ambiguous.status.success());
-    let said = String::from_utf8_lossy(&ambiguous.stderr);
+    let said = failure_text(&ambiguous);
     assert!(
         said.contains("2 live sessions match \"twin\"")
             && twins.iter().all(|id| said.contains(id.as_str())),
         "{said}"
     );
     let unknown = holdfast(&address, &["attach", "zzz"]);
-    assert!(!unknown.status.success());
-    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no live session's id starts with"));
+    let said = failure_text(&unknown);
+    assert!(said.contains("no live session's id starts with"), "{said}");
 
     // Elsewhere: found by its title too, and shown by `ls --all` only.
     stdout_of(&holdfast(&address, &["workspace", "create", "other"]));
@@ -1136,10 +1141,10 @@ async fn kill_sends_the_signal_it_is_given() {
     let mut screen = host.attach(id, None).await;
     receive_host_text(&mut screen, "ready").await;
     let bogus = holdfast(&host.address, &["kill", "-s", "USR9", id]);
-    assert!(!bogus.status.success());
+    let said = failure_text(&bogus);
     assert!(
-        String::from_utf8_lossy(&bogus.stderr).contains("is not HUP, INT, QUIT, TERM or KILL"),
-        "{bogus:?}"
+        said.contains("is not HUP, INT, QUIT, TERM or KILL"),
+        "{said}"
     );
 
     let killed = stdout_of(&holdfast(
@@ -1167,11 +1172,8 @@ async fn attach_without_an_id_takes_the_only_session() {
     let home = HostHome::new();
     let mut host = home.start(&[]).await;
     let none = holdfast(&host.address, &["attach"]);
-    assert!(!none.status.success());
-    assert!(
-        String::from_utf8_lossy(&none.stderr).contains("there is no live session"),
-        "{none:?}"
-    );
+    let said = failure_text(&none);
+    assert!(said.contains("there is no live session"), "{said}");
     let workspace = host.create_workspace("only").await.workspace_id;
     host.create_session(session_request(
         &workspace,
@@ -1198,11 +1200,8 @@ async fn attach_without_an_id_takes_the_only_session() {
     host.create_session(session_request(&workspace, &["sleep", "1000"]))
         .await;
     let several = holdfast(&host.address, &["attach"]);
-    assert!(!several.status.success());
-    assert!(
-        String::from_utf8_lossy(&several.stderr).contains("there are 2 live sessions"),
-        "{several:?}"
-    );
+    let said = failure_text(&several);
+    assert!(said.contains("there are 2 live sessions"), "{said}");
 }
 
 /// `holdfast show` describes a session, running or, by its whole id,
@@ -1277,11 +1276,8 @@ async fn lookups_refuse_a_list_from_memory() {
     let guessed = holdfast(&host.address, &["show", &target.session_id[..8]]);
     rustix::process::kill_process(daemon, rustix::process::Signal::CONT)
         .expect("SIGCONT the daemon");
-    assert!(!guessed.status.success());
-    assert!(
-        String::from_utf8_lossy(&guessed.stderr).contains("can only be listed from memory"),
-        "{guessed:?}"
-    );
+    let said = failure_text(&guessed);
+    assert!(said.contains("can only be listed from memory"), "{said}");
 }
 
 /// `holdfast attach` resizes and types as its own client: typing in it
