@@ -20,7 +20,7 @@ use crate::client_sizes::{AttachToken, ClientSizes};
 use crate::error::{Error, Result};
 use crate::listing::{self, ListSessionsResponse, source_to_proto};
 use crate::live_sessions::{LiveSessionView, LiveSessions, Rows};
-use crate::memory::{Adoption, Memory, MemorySession};
+use crate::memory::{Adoption, AttachGuard, Memory, MemorySession};
 use crate::new_session::NewSession;
 use crate::paging::Page;
 use crate::session_view;
@@ -85,16 +85,22 @@ impl Host {
         }
     }
 
-    /// A new attach stream to `session_id`, whose client's size (once it
-    /// sets one) counts as its own until the returned value is dropped;
-    /// `response` gets its token as metadata.
-    fn sized_attachment<T>(&self, session_id: &str, response: &mut Response<T>) -> SizedAttachment {
+    /// An attached client's hold on `session_id`, counted in memory by
+    /// `counted`, whose size (once it sets one) is its own until the
+    /// returned value is dropped; `response` gets its token as metadata.
+    fn client_attachment<T>(
+        &self,
+        session_id: &str,
+        counted: AttachGuard,
+        response: &mut Response<T>,
+    ) -> ClientAttachment {
         let attachment = self.sizes.attach(session_id);
         response.metadata_mut().insert(
             holdfast::proto::ATTACHMENT_METADATA,
             tonic::metadata::MetadataValue::from(attachment),
         );
-        SizedAttachment {
+        ClientAttachment {
+            _counted: counted,
             host: self.clone(),
             session_id: session_id.to_owned(),
             attachment,
@@ -665,25 +671,21 @@ impl Host {
         })
     }
 
-    /// Relays a daemon attach stream as the host's, the session counted as
-    /// attached, and its client's size its own, until the stream is dropped
-    /// (by `held`: an `AttachGuard` and a `SizedAttachment`, or `()` for an
-    /// onlooker).
-    fn relay<S, H>(
+    /// Relays a daemon attach stream as the host's, for as long as it is
+    /// open holding `client`'s attachment (`None` for an onlooker).
+    fn relay<S>(
         &self,
         session_id: String,
         events: S,
-        held: H,
-    ) -> impl Stream<Item = Result<pb::AttachSessionResponse, Status>> + Send + use<S, H>
+        client: Option<ClientAttachment>,
+    ) -> impl Stream<Item = Result<pb::AttachSessionResponse, Status>> + Send + use<S>
     where
         S: Stream<Item = Result<daemon::AttachResponse, Status>> + Send + 'static,
-        H: Send + 'static,
     {
         let memory = Arc::clone(&self.memory);
         events.map(move |event| {
-            // What is held lives as long as the stream: an attachment is
-            // counted, and its size its client's, until it is dropped.
-            let _attached = &held;
+            // The attachment lives as long as the stream.
+            let _attached = &client;
             let event = event.map_err(|status| Status::from(Error::from_daemon(status)))?;
             Ok(event_to_proto(&memory, &session_id, event))
         })
@@ -810,14 +812,14 @@ impl TerminalService for Host {
         .await?;
         // Started at its client's size.
         let mut response = Response::new(());
-        let sized = self.sized_attachment(&session.session_id, &mut response);
+        let client = self.client_attachment(&session.session_id, guard, &mut response);
         self.sizes.resized(
             &session.session_id,
-            Some(sized.attachment),
+            Some(client.attachment),
             (session.cols, session.rows),
         );
         let rest = self
-            .relay(session.session_id.clone(), events, (guard, sized))
+            .relay(session.session_id.clone(), events, Some(client))
             .map(|event| {
                 event.map(|attach| pb::StartSessionResponse {
                     event: Some(Event::Attach(attach)),
@@ -887,7 +889,7 @@ impl TerminalService for Host {
         if request.until_now {
             let events = self.look(&session_id, request.from_offset, open).await?;
             let mut response: Response<AttachStream> =
-                Response::new(Box::pin(self.relay(session_id, events, ())));
+                Response::new(Box::pin(self.relay(session_id, events, None)));
             response.metadata_mut().insert(
                 holdfast::proto::LOOK_METADATA,
                 tonic::metadata::MetadataValue::from_static("1"),
@@ -907,7 +909,9 @@ impl TerminalService for Host {
             self.adopt(restored).await;
         }
         if request.watch {
-            return Ok(Response::new(Box::pin(self.relay(session_id, events, ()))));
+            return Ok(Response::new(Box::pin(
+                self.relay(session_id, events, None),
+            )));
         }
         let guard = self.memory.attach(&session_id);
         let store = self.store.clone();
@@ -921,8 +925,8 @@ impl TerminalService for Host {
             }
         });
         let mut response = Response::new(());
-        let sized = self.sized_attachment(&session_id, &mut response);
-        let relayed = self.relay(session_id, events, (guard, sized));
+        let client = self.client_attachment(&session_id, guard, &mut response);
+        let relayed = self.relay(session_id, events, Some(client));
         Ok(response.map(|()| -> AttachStream { Box::pin(relayed) }))
     }
 
@@ -1138,17 +1142,18 @@ fn event_to_proto(
     pb::AttachSessionResponse { event }
 }
 
-/// An attach stream's client, whose size (once it sets one) is its own
-/// until the stream is dropped; then, if the session still has it, the
-/// session goes back to the size of a client still attached (see
-/// `client_sizes`).
-struct SizedAttachment {
+/// An attached client's hold on its session while its stream is open: the
+/// session counts as attached (in memory) and the size its client sets is
+/// its own. Once dropped, if the session still has that size, it goes
+/// back to the size of a client still attached (see `client_sizes`).
+struct ClientAttachment {
+    _counted: AttachGuard,
     host: Host,
     session_id: String,
     attachment: AttachToken,
 }
 
-impl Drop for SizedAttachment {
+impl Drop for ClientAttachment {
     fn drop(&mut self) {
         let sizes = &self.host.sizes;
         if sizes.detach(&self.session_id, self.attachment).is_some() {
