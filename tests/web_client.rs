@@ -45,6 +45,9 @@ async fn the_web_page_lists_a_session_and_streams_its_output() {
                 .map(String::from)
                 .into(),
             title: Some("from grpc".into()),
+            // Smaller than the page's terminal will be, so its size shows.
+            cols: 20,
+            rows: 5,
             ..Default::default()
         })
         .await;
@@ -63,9 +66,46 @@ async fn the_web_page_lists_a_session_and_streams_its_output() {
     .expect("join")
     .expect("run node");
     let stdout = support::stdout_of(&output);
-    let expected = format!(
-        "listed {}\noutput {marker}\nechoed typed in the browser\nattached yes\n",
-        session.session_id
+    let mut lines = stdout.lines();
+    let mut next = |what: &str| -> String {
+        let line = lines.next().unwrap_or_default();
+        line.strip_prefix(what)
+            .unwrap_or_else(|| panic!("expected {what:?}, got {line:?} in:\n{stdout}"))
+            .to_owned()
+    };
+    assert_eq!(next("listed "), session.session_id);
+    assert_eq!(next("output "), marker);
+    let attached_size = size_of(&next("size "));
+    assert_eq!(next("echoed "), "typed in the browser");
+    assert_eq!(next("attached "), "yes");
+    let resized = size_of(&next("resized "));
+    assert!(
+        attached_size.0 > 20 && attached_size.1 > 5,
+        "attaching gave the session the page's terminal size, not {attached_size:?}"
     );
-    assert_eq!(stdout, expected);
+    assert!(
+        resized.0 < attached_size.0 && resized.1 < attached_size.1,
+        "the smaller window gave a smaller size: {resized:?} after {attached_size:?}"
+    );
+    let now = host
+        .terminals
+        .get_session(pb::GetSessionRequest {
+            session_id: session.session_id.clone(),
+        })
+        .await
+        .expect("GetSession")
+        .into_inner()
+        .session
+        .expect("a session");
+    assert_eq!(
+        (now.cols, now.rows),
+        resized,
+        "the session has the page's size"
+    );
+}
+
+/// `COLSxROWS` as the page records a size it gave.
+fn size_of(text: &str) -> (u32, u32) {
+    let (cols, rows) = text.split_once('x').expect("COLSxROWS");
+    (cols.parse().expect("cols"), rows.parse().expect("rows"))
 }

@@ -1,14 +1,15 @@
-// A minimal holdfast page over grpc-web: the sessions of a workspace, kept
-// current, and the live output of the one you pick, with a line of input.
+// A holdfast page over grpc-web: the sessions of a workspace, kept current,
+// and the one you pick in a terminal (xterm.js) that you can type in and
+// that gives the session its size, as a terminal attached with the CLI does.
 //
 // Query parameters: `host` (default http://127.0.0.1:7077), `workspace`
 // (default: the first open workspace).
-//
-// Output is shown as text; a real frontend would feed the bytes to a
-// terminal emulator such as xterm.js.
 
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
+import { FitAddon } from "@xterm/addon-fit";
+import { Terminal } from "@xterm/xterm";
+import "@xterm/xterm/css/xterm.css";
 import {
   Source,
   TerminalService,
@@ -30,10 +31,20 @@ const workspaceSelect = element<HTMLSelectElement>("workspace");
 const statusLine = element<HTMLParagraphElement>("status");
 const sessionRows = element<HTMLTableSectionElement>("sessions");
 const viewing = element<HTMLHeadingElement>("viewing");
-const output = element<HTMLPreElement>("output");
-const inputForm = element<HTMLFormElement>("input");
+const screen = element<HTMLDivElement>("terminal");
 
-let attached: { sessionId: string; stop: AbortController } | undefined;
+const terminal = new Terminal({ convertEol: false, scrollback: 5000 });
+const fit = new FitAddon();
+terminal.loadAddon(fit);
+terminal.open(screen);
+fit.fit();
+
+/**
+ * The session shown, and the token of its attach stream
+ * (`holdfast-attachment`), which the page's resizes and keys name so that
+ * they count as this client's.
+ */
+let attached: { sessionId: string; stop: AbortController; attachment: string } | undefined;
 /** The generation of the list the rows show, to ask whether it still stands. */
 let held: { workspaceId: string; generation: bigint } | undefined;
 
@@ -99,62 +110,106 @@ async function refresh() {
   }
 }
 
-/** Streams one session's output from its first held byte until it exits. */
+/** Shows a line of the page's own in the terminal, apart from the output. */
+function note(text: string) {
+  terminal.write(`\r\n\x1b[2m[${text}]\x1b[0m\r\n`);
+}
+
+/** Streams one session into the terminal from its first held byte until it exits. */
 async function attach(sessionId: string) {
   attached?.stop.abort();
   held = undefined; // the rows show which session is selected
   const stop = new AbortController();
-  attached = { sessionId, stop };
-  viewing.textContent = `Output of ${sessionId}`;
-  output.textContent = "";
-  inputForm.hidden = false;
-  const decoder = new TextDecoder();
+  const mine = { sessionId, stop, attachment: "" };
+  attached = mine;
+  typed = "";
+  viewing.textContent = sessionId;
+  delete screen.dataset.size;
+  terminal.reset();
   try {
-    for await (const { event } of terminals.attachSession(
+    const events = terminals.attachSession(
       { sessionId, fromOffset: 0n },
-      { signal: stop.signal },
-    )) {
+      {
+        signal: stop.signal,
+        onHeader: (headers) => {
+          mine.attachment = headers.get("holdfast-attachment") ?? "";
+          // Attaching makes this the latest client: the session takes its size.
+          fit.fit();
+          void sendSize();
+        },
+      },
+    );
+    for await (const { event } of events) {
       switch (event.case) {
         case "output":
-          output.append(decoder.decode(event.value.data, { stream: true }));
-          output.scrollTop = output.scrollHeight;
+          terminal.write(event.value.data);
           break;
         case "truncated":
-          output.append(`\n[${event.value.toOffset - event.value.fromOffset} bytes no longer held]\n`);
+          note(`${event.value.toOffset - event.value.fromOffset} bytes no longer held`);
           break;
         case "title":
-          viewing.textContent = `Output of ${sessionId}: ${event.value.title}`;
+          viewing.textContent = `${sessionId}: ${event.value.title}`;
           break;
         case "exited": {
           const how = event.value.signal !== undefined
             ? `killed by signal ${event.value.signal}`
             : `exited with code ${event.value.exitCode}`;
-          output.append(`\n[session ${how}]\n`);
+          note(`session ${how}`);
           break;
         }
       }
     }
   } catch (error) {
-    if (!stop.signal.aborted) output.append(`\n[${describe(error)}]\n`);
-  } finally {
-    if (attached?.stop === stop) inputForm.hidden = true;
+    if (!stop.signal.aborted) note(describe(error));
   }
 }
 
-inputForm.addEventListener("submit", async (e) => {
-  e.preventDefault();
-  const field = inputForm.elements.namedItem("line") as HTMLInputElement;
-  if (!attached) return;
+/** Gives the session shown the terminal's size, as this client's. */
+async function sendSize() {
+  const shown = attached;
+  if (!shown?.attachment) return;
+  const { cols, rows } = terminal;
   try {
-    await terminals.writeInput({
-      sessionId: attached.sessionId,
-      data: new TextEncoder().encode(`${field.value}\n`),
+    await terminals.resizeSession({
+      sessionId: shown.sessionId,
+      cols,
+      rows,
+      attachment: shown.attachment,
     });
-    field.value = "";
+    if (attached === shown) screen.dataset.size = `${cols}x${rows}`;
   } catch (error) {
-    output.append(`\n[${describe(error)}]\n`);
+    if (attached === shown) note(describe(error));
   }
+}
+
+/** Keys typed while a write is on its way, sent together after it, in order. */
+let typed = "";
+let sending = false;
+
+async function sendKeys() {
+  sending = true;
+  const encoder = new TextEncoder();
+  while (typed && attached) {
+    const { sessionId, attachment } = attached;
+    const data = encoder.encode(typed);
+    typed = "";
+    try {
+      await terminals.writeInput({ sessionId, data, attachment });
+    } catch (error) {
+      note(describe(error));
+    }
+  }
+  typed = "";
+  sending = false;
+}
+
+terminal.onData((keys) => {
+  if (!attached) return;
+  typed += keys;
+  if (!sending) void sendKeys();
 });
+terminal.onResize(() => void sendSize());
+new ResizeObserver(() => fit.fit()).observe(screen);
 
 workspaceSelect.addEventListener("change", () => void refresh());
 

@@ -1,7 +1,10 @@
 // Opens the page in headless Chromium and checks it against a running
-// host-service: the session appears in the list, its output streams in, a
-// line typed on the page comes back through the session, and the list shows
-// the page as attached. Prints one line per check; exits non-zero on failure.
+// host-service: the session appears in the list, its output streams into
+// the terminal, a line typed in the terminal comes back through the
+// session, the list shows the page as attached, and the session takes the
+// terminal's size, then its new size when the window shrinks (printed as
+// COLSxROWS, for the caller to check against the session). Prints one line
+// per check; exits non-zero on failure.
 //
 //   node test/browser.mjs HOST_URL WORKSPACE_ID SESSION_ID MARKER
 //
@@ -31,7 +34,7 @@ const browser = await chromium.launch({
 });
 const problems = [];
 try {
-  const page = await browser.newPage();
+  const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
   page.setDefaultTimeout(TIMEOUT_MS);
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   page.on("console", (m) => m.type() === "error" && problems.push(`console: ${m.text()}`));
@@ -44,16 +47,33 @@ try {
   console.log(`listed ${sessionId}`);
 
   await row.click();
-  const output = page.locator("#output");
-  await page.waitForFunction((m) => document.getElementById("output").textContent.includes(m), marker);
+  await page.waitForFunction(
+    (m) => document.querySelector("#terminal .xterm-rows")?.textContent.includes(m),
+    marker,
+  );
   console.log(`output ${marker}`);
 
+  // The size the session was given once attached, as the page recorded it.
+  const sizeOtherThan = async (previous) => {
+    const handle = await page.waitForFunction(
+      (p) => {
+        const size = document.getElementById("terminal").dataset.size;
+        return size && size !== p ? size : undefined;
+      },
+      previous,
+    );
+    return handle.jsonValue();
+  };
+  const size = await sizeOtherThan("");
+  console.log(`size ${size}`);
+
   const line = "typed in the browser";
-  await page.fill("#input input", line);
-  await page.press("#input input", "Enter");
+  await page.locator("#terminal").click();
+  await page.keyboard.type(line);
+  await page.keyboard.press("Enter");
   // The terminal echoes the line and `cat` writes it back: two copies.
   await page.waitForFunction(
-    (l) => document.getElementById("output").textContent.split(l).length - 1 >= 2,
+    (l) => document.querySelector("#terminal .xterm-rows").textContent.split(l).length - 1 >= 2,
     line,
   );
   console.log(`echoed ${line}`);
@@ -63,6 +83,9 @@ try {
     sessionId,
   );
   console.log("attached yes");
+
+  await page.setViewportSize({ width: 700, height: 500 });
+  console.log(`resized ${await sizeOtherThan(size)}`);
   if (problems.length) throw new Error(problems.join("\n"));
 } catch (error) {
   console.error(String(error));

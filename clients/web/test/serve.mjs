@@ -6,7 +6,11 @@ import { extname, join, normalize } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../dist/", import.meta.url));
-const types = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8" };
+const types = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+};
 
 /** Starts the server; resolves to its base URL once it listens. */
 export function serve(port = 0) {
