@@ -1048,9 +1048,9 @@ fn stdout_of_any(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// A session is shown by the command it runs (its title, until the
-/// program sets one) and found by a unique start of its id or by its
-/// title, as docker finds containers; two of a title are not guessed at.
+/// A session is shown by the command it runs (its name, unless given
+/// another) and found by a unique start of its id or by its name, as
+/// docker finds containers; two of a name are not guessed at.
 #[tokio::test]
 async fn sessions_are_found_by_a_start_of_their_id_or_by_title() {
     let home = HostHome::new();
@@ -1125,6 +1125,55 @@ async fn sessions_are_found_by_a_start_of_their_id_or_by_title() {
     assert!(line(&twins[0]).ends_with(" default"), "{everywhere}");
     let killed = stdout_of(&holdfast(&address, &["kill", "far"]));
     assert_eq!(killed.trim(), format!("disposed {elsewhere}"));
+}
+
+/// A program that sets its terminal's title changes the title shown beside
+/// its session, not the session's name: it is still listed under, and
+/// found by, the name it was given, as a tmux session keeps its name
+/// whatever its panes call themselves. (Before `Session.name`, the
+/// program's title replaced the given one, and the name found nothing.)
+#[tokio::test]
+async fn a_session_keeps_its_name_when_its_program_sets_a_title() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let address = host.address.clone();
+    let set_title = "printf '\\033]0;main.rs - vi\\007'; exec sleep 1000";
+    let new = holdfast(
+        &address,
+        &["new", "--name", "editor", "--", "sh", "-c", set_title],
+    );
+    let id = stdout_of(&new).trim().to_owned();
+    let show = |given: &str| -> serde_json::Value {
+        serde_json::from_str(&stdout_of(&holdfast(&address, &["show", "--json", given])))
+            .expect("json")
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while show(&id)["title"] != "main.rs - vi" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the program's title never showed: {}",
+            show(&id)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    for given in ["editor", "main.rs - vi"] {
+        let found = show(given);
+        assert_eq!(found["session_id"], id.as_str(), "found by {given:?}");
+        assert_eq!(found["name"], "editor");
+    }
+    let table = stdout_of(&holdfast(&address, &["ls"]));
+    let line = table
+        .lines()
+        .find(|line| line.starts_with(&id))
+        .unwrap_or_default();
+    assert!(
+        table.starts_with("ID") && table.lines().next().is_some_and(|h| h.contains("NAME")),
+        "{table}"
+    );
+    assert!(
+        line.contains(" editor ") && !line.contains("main.rs"),
+        "{table}"
+    );
 }
 
 /// `kill -s TERM -t 10` gives a program that shuts down cleanly its

@@ -44,13 +44,15 @@ async fn background_sessions_survive_host_restarts_in_every_list() {
         })
         .await
         .expect("dispose");
-    // The OSC title has reached the daemon.
-    host.list_until("the OSC title", &workspace, |list| {
-        list.sessions
-            .first()
-            .is_some_and(|s| s.title == "agent: working")
-    })
-    .await;
+    // The OSC title has reached the daemon; the name stays the one given.
+    let list = host
+        .list_until("the OSC title", &workspace, |list| {
+            list.sessions
+                .first()
+                .is_some_and(|s| s.title == "agent: working")
+        })
+        .await;
+    assert_eq!(list.sessions[0].name, "given title");
     let daemon_pid = home
         .serving_daemon_pid()
         .await
@@ -92,6 +94,7 @@ async fn background_sessions_survive_host_restarts_in_every_list() {
         assert!(!listed.attached);
         assert!(listed.alive);
         assert_eq!(listed.title, "agent: working");
+        assert_eq!(listed.name, "given title", "named from its row");
         assert_eq!(listed.pid, plain.pid, "the PTY process is the same one");
         assert_eq!(listed.workspace_id, workspace);
 
@@ -128,9 +131,16 @@ async fn background_sessions_survive_host_restarts_in_every_list() {
         "replayed from the start: {text:?}"
     );
 
-    // While the stream is open the session counts as attached.
+    // While the stream is open the session counts as attached; adopted,
+    // it keeps its name.
     let list = host.list(&workspace).await;
     assert!(list.sessions[0].attached);
+    assert_eq!(list.sessions[0].name, "given title");
+    let described = host.get_session(&plain.session_id).await;
+    assert_eq!(
+        (described.name.as_str(), described.title.as_str()),
+        ("given title", "agent: working")
+    );
     drop(stream);
     host.list_until("the detach to register", &workspace, |list| {
         list.sessions.first().is_some_and(|s| !s.attached)

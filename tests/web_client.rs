@@ -87,16 +87,7 @@ async fn the_web_page_lists_a_session_and_streams_its_output() {
         resized.0 < attached_size.0 && resized.1 < attached_size.1,
         "the smaller window gave a smaller size: {resized:?} after {attached_size:?}"
     );
-    let now = host
-        .terminals
-        .get_session(pb::GetSessionRequest {
-            session_id: session.session_id.clone(),
-        })
-        .await
-        .expect("GetSession")
-        .into_inner()
-        .session
-        .expect("a session");
+    let now = host.get_session(&session.session_id).await;
     assert_eq!(
         (now.cols, now.rows),
         resized,

@@ -43,6 +43,8 @@ pub struct LiveSession {
     pub workspace_id: String,
     /// OSC title from the daemon, else the last known or given title.
     pub title: String,
+    /// The title given at creation.
+    pub name: String,
     /// Whether this process has an attach stream open to it.
     pub attached: bool,
     /// The program's pid.
@@ -392,6 +394,7 @@ impl LiveSessionView {
             }
             let live_session = LiveSession {
                 title: pick_title(&session.title, &remembered.title),
+                name: remembered.name.clone(),
                 attached: remembered.attachments > 0,
                 pid: session.pid,
                 cols: session.cols,
@@ -420,6 +423,7 @@ impl LiveSessionView {
                 }
                 let live_session = LiveSession {
                     title: pick_title(&session.title, &row.title),
+                    name: row.title,
                     attached: false,
                     pid: session.pid,
                     cols: session.cols,
@@ -595,6 +599,7 @@ fn memory_only(memory: Vec<MemorySession>, reason: String) -> LiveSessions {
             session_id: session.session_id,
             workspace_id: session.workspace_id,
             title: session.title,
+            name: session.name,
             pid: session.pid,
             cols: session.cols,
             rows: session.rows,

@@ -19,6 +19,8 @@ pub struct MemorySession {
     pub listed: bool,
     /// Last known title (from the daemon, else the row).
     pub title: String,
+    /// The title given at creation, which the program does not change.
+    pub name: String,
     /// The program's pid.
     pub pid: u32,
     /// Terminal width.
@@ -379,6 +381,7 @@ mod tests {
             workspace_id: "w".into(),
             listed: true,
             title: String::new(),
+            name: String::new(),
             pid: 1,
             cols: 80,
             rows: 24,

@@ -19,7 +19,7 @@ use crate::api::workspace_service_server::WorkspaceService;
 use crate::client_sizes::{AttachToken, ClientSizes};
 use crate::error::{Error, Result};
 use crate::listing::{self, ListSessionsResponse, source_to_proto};
-use crate::live_sessions::{LiveSessionView, LiveSessions, Rows};
+use crate::live_sessions::{LiveSessionView, LiveSessions, Rows, pick_title};
 use crate::memory::{Adoption, AttachGuard, Memory, MemorySession};
 use crate::new_session::NewSession;
 use crate::paging::Page;
@@ -403,11 +403,8 @@ impl Host {
         };
         let session_id = row.id.clone();
         let registered = adoption.register(MemorySession {
-            title: if session.title.is_empty() {
-                row.title.clone()
-            } else {
-                session.title
-            },
+            title: pick_title(&session.title, &row.title),
+            name: row.title,
             pid: session.pid,
             cols: session.cols,
             rows: session.rows,

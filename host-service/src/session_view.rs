@@ -24,12 +24,13 @@ pub fn describe(
     // end reads the same before and after the daemon forgets it.
     let to_micros = |at: std::time::SystemTime| store::from_micros(store::micros(at)).into();
     let recorded_end = row.ended_at.map(|at| store::from_micros(at).into());
-    let known = remembered_title.unwrap_or(row.title);
+    let known = remembered_title.unwrap_or_else(|| row.title.clone());
     let Some(now) = now else {
         return pb::Session {
             session_id: row.id,
             workspace_id: row.workspace_id,
             title: known,
+            name: row.title,
             attached,
             alive: false,
             exit_code: row.exit_code,
@@ -45,6 +46,7 @@ pub fn describe(
         session_id: row.id,
         workspace_id: row.workspace_id,
         title: pick_title(&now.title, &known),
+        name: row.title,
         attached,
         alive: now.alive,
         exit_code: now.exit_code,

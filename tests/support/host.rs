@@ -269,6 +269,19 @@ impl HostService {
             .expect("session")
     }
 
+    /// `GetSession`'s answer.
+    pub async fn get_session(&mut self, session_id: &str) -> pb::Session {
+        self.terminals
+            .get_session(pb::GetSessionRequest {
+                session_id: session_id.into(),
+            })
+            .await
+            .expect("GetSession")
+            .into_inner()
+            .session
+            .expect("a session")
+    }
+
     pub async fn list(&mut self, workspace_id: &str) -> pb::ListSessionsResponse {
         self.terminals
             .list_sessions(pb::ListSessionsRequest {

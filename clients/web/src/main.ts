@@ -77,7 +77,8 @@ function state(s: Session): string {
 function row(s: Session): HTMLTableRowElement {
   const tr = document.createElement("tr");
   tr.dataset.sessionId = s.sessionId;
-  for (const text of [s.sessionId, s.title, String(s.pid), s.attached ? "yes" : "no", state(s)]) {
+  const cells = [s.sessionId, s.name, s.title, `${s.cols}x${s.rows}`, String(s.pid), s.attached ? "yes" : "no", state(s)];
+  for (const text of cells) {
     tr.insertCell().textContent = text;
   }
   tr.classList.toggle("selected", attached?.sessionId === s.sessionId);

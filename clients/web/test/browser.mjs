@@ -3,8 +3,8 @@
 // the terminal, a line typed in the terminal comes back through the
 // session, the list shows the page as attached, and the session takes the
 // terminal's size, then its new size when the window shrinks (printed as
-// COLSxROWS, for the caller to check against the session). Prints one line
-// per check; exits non-zero on failure.
+// COLSxROWS, for the caller to check against the session) and the list
+// shows it. Prints one line per check; exits non-zero on failure.
 //
 //   node test/browser.mjs HOST_URL WORKSPACE_ID SESSION_ID MARKER
 //
@@ -79,13 +79,19 @@ try {
   console.log(`echoed ${line}`);
 
   await page.waitForFunction(
-    (id) => document.querySelector(`tr[data-session-id="${id}"] td:nth-child(4)`)?.textContent === "yes",
+    (id) => document.querySelector(`tr[data-session-id="${id}"] td:nth-child(6)`)?.textContent === "yes",
     sessionId,
   );
   console.log("attached yes");
 
   await page.setViewportSize({ width: 700, height: 500 });
-  console.log(`resized ${await sizeOtherThan(size)}`);
+  const resized = await sizeOtherThan(size);
+  console.log(`resized ${resized}`);
+  // The list shows the session's new size too.
+  await page.waitForFunction(
+    ([id, s]) => document.querySelector(`tr[data-session-id="${id}"] td:nth-child(4)`)?.textContent === s,
+    [sessionId, resized],
+  );
   if (problems.length) throw new Error(problems.join("\n"));
 } catch (error) {
   console.error(String(error));

@@ -60,9 +60,10 @@ enum Command {
         /// Workspace name or id [default: "default", created if missing].
         #[arg(long, short)]
         workspace: Option<String>,
-        /// Title shown until the program sets one [default: the command].
-        #[arg(long, short)]
-        title: Option<String>,
+        /// Name to find it by and show it under; titles the program sets
+        /// do not change it [default: the command].
+        #[arg(long, short, visible_alias = "title", visible_short_alias = 't')]
+        name: Option<String>,
         /// Keep it out of lists (e.g. a teardown runner).
         #[arg(long)]
         hidden: bool,
@@ -105,7 +106,7 @@ enum Command {
     },
     /// Send text to a session's input, as if typed (`\n` is not added).
     Send {
-        /// The session: its id, a unique start of it, or its title.
+        /// The session: its id, a unique start of it, its name or its title.
         id: String,
         /// The text.
         text: String,
@@ -113,14 +114,14 @@ enum Command {
     /// Attach this terminal to a session: output (scrollback first) and
     /// keystrokes; Ctrl-] detaches and leaves it running.
     Attach {
-        /// The session: its id, a unique start of it, or its title
+        /// The session: its id, a unique start of it, its name or its title
         /// [default: the only live session, as `tmux attach` finds it].
         id: Option<String>,
     },
     /// Describe a session, running or ended: its command, directory,
     /// state (exit status once it ended), size and times.
     Show {
-        /// The session: its id, a unique start of it, or its title.
+        /// The session: its id, a unique start of it, its name or its title.
         id: String,
         /// Print JSON instead of lines.
         #[arg(long)]
@@ -129,7 +130,7 @@ enum Command {
     /// Print a session's output so far, as its program wrote it, without
     /// attaching to it; `-f` follows it to its exit.
     Logs {
-        /// The session: its id, a unique start of it, or its title.
+        /// The session: its id, a unique start of it, its name or its title.
         id: String,
         /// Go on printing what it writes next, until it exits, as `tail
         /// -f` does (this counts it as attached).
@@ -140,7 +141,7 @@ enum Command {
     /// exit as it did (128 + the signal), as `docker wait` does. Waiting
     /// does not count it as attached or hold its program up.
     Wait {
-        /// The session: its id, a unique start of it, or its title.
+        /// The session: its id, a unique start of it, its name or its title.
         id: String,
     },
     /// Show whether the host-service and its daemon are up, with versions,
@@ -151,7 +152,7 @@ enum Command {
     /// what is left after 1 s, unless told otherwise (`-s TERM -t 30`, as
     /// `docker stop -t 30` gives).
     Kill {
-        /// The session: its id, a unique start of it, or its title.
+        /// The session: its id, a unique start of it, its name or its title.
         id: String,
         /// The signal to send first: HUP, INT, QUIT, TERM or KILL (a
         /// number or a SIG name works too).
@@ -385,7 +386,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::New {
             workspace,
-            title,
+            name,
             hidden,
             attach,
             env,
@@ -400,7 +401,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 );
             }
             let env = environment::for_session(clean_env || !local, &env)?;
-            let title = title.or_else(|| naming::title_of(&command));
+            let title = name.or_else(|| naming::title_of(&command));
             let workspace_id =
                 workspace_or_default(&mut clients, workspace.as_deref(), true).await?;
             let request = pb::CreateSessionRequest {

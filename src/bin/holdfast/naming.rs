@@ -1,8 +1,10 @@
-//! How people name sessions at a terminal: a session is shown by the
-//! command it runs (the title `holdfast new` gives it, until the program
-//! sets one), and found by a unique start of its id or by its title, as
-//! docker finds containers by a start of their id or by name. Scripts can
-//! go on writing whole ids, which are taken as they are.
+//! How people name sessions at a terminal: a session is shown by its name,
+//! which `holdfast new` gives it (the command it runs, unless told
+//! another), and found by a unique start of its id, by its name, or by the
+//! title its program set, as docker finds containers by a start of their
+//! id or by name. Titles the program sets do not change the name, as they
+//! do not change a tmux session's. Scripts can go on writing whole ids,
+//! which are taken as they are.
 
 use anyhow::bail;
 use holdfast::proto::host::v1 as pb;
@@ -52,17 +54,17 @@ pub async fn session_id(clients: &mut Clients, given: &str) -> anyhow::Result<St
         return Ok(id.hyphenated().to_string());
     }
     if given.is_empty() {
-        bail!("name a session by its id, the start of it, or its title");
+        bail!("name a session by its id, the start of it, its name or its title");
     }
     let prefix = given.to_ascii_lowercase();
     let mut found = live_sessions(clients, |s| {
-        s.session_id.starts_with(&prefix) || s.title == given
+        s.session_id.starts_with(&prefix) || s.name == given || s.title == given
     })
     .await?;
     match found.len() {
         1 => Ok(found.remove(0).session_id),
         0 => bail!(
-            "no live session's id starts with {given:?} or has it as its title (see `holdfast ls --all`; \
+            "no live session's id starts with {given:?} or has it as its name or title (see `holdfast ls --all`; \
              a session that has ended, or a hidden one, is named by its whole id)"
         ),
         count => bail!(
@@ -86,7 +88,7 @@ pub async fn the_only_session(clients: &mut Clients) -> anyhow::Result<String> {
         1 => Ok(found.remove(0).session_id),
         0 => bail!("there is no live session to attach to (`holdfast new -a` starts one)"),
         count => bail!(
-            "there are {count} live sessions: name one by the start of its id or its title: {}",
+            "there are {count} live sessions: name one by the start of its id or its name: {}",
             listed(&found)
         ),
     }
@@ -113,11 +115,11 @@ async fn live_sessions(
     Ok(found)
 }
 
-/// Sessions as an error names them: id and title.
+/// Sessions as an error names them: id and name.
 fn listed(sessions: &[pb::Session]) -> String {
     sessions
         .iter()
-        .map(|s| format!("{} ({})", s.session_id, s.title))
+        .map(|s| format!("{} ({})", s.session_id, crate::shown::name_of(s)))
         .collect::<Vec<_>>()
         .join(", ")
 }

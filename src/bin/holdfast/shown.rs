@@ -44,6 +44,16 @@ pub fn ending(exit_code: Option<i32>, signal: Option<i32>) -> String {
     }
 }
 
+/// What a session is shown as: its name, else (a login shell given none)
+/// the title its program set.
+pub fn name_of(session: &pb::Session) -> &str {
+    if session.name.is_empty() {
+        &session.title
+    } else {
+        &session.name
+    }
+}
+
 /// Prints `list` as a table; with `workspaces` (id → name), each session's
 /// workspace too.
 pub fn print_table(list: &pb::ListSessionsResponse, workspaces: Option<&HashMap<String, String>>) {
@@ -54,7 +64,7 @@ pub fn print_table(list: &pb::ListSessionsResponse, workspaces: Option<&HashMap<
     let header = format!(
         "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  {:<5}{}",
         "ID",
-        "TITLE",
+        "NAME",
         "ATTACHED",
         "STATE",
         "PID",
@@ -63,14 +73,14 @@ pub fn print_table(list: &pb::ListSessionsResponse, workspaces: Option<&HashMap<
     );
     say!("{}", header.trim_end());
     for session in &list.sessions {
-        let title: String = session.title.chars().take(24).collect();
+        let name: String = name_of(session).chars().take(24).collect();
         let workspace = workspaces
             .and_then(|names| names.get(&session.workspace_id))
             .map_or(session.workspace_id.as_str(), String::as_str);
         let line = format!(
             "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  {:<5}{}",
             session.session_id,
-            title,
+            name,
             if session.attached { "yes" } else { "no" },
             state(session),
             session.pid,
@@ -113,6 +123,7 @@ fn session_json(session: &pb::Session) -> serde_json::Value {
     serde_json::json!({
         "session_id": session.session_id,
         "workspace_id": session.workspace_id,
+        "name": session.name,
         "title": session.title,
         "attached": session.attached,
         "alive": session.alive,
@@ -142,6 +153,7 @@ pub fn print_session(session: &pb::Session, json: bool) -> anyhow::Result<()> {
         naming::command_line(&session.argv).unwrap_or_else(|| session.argv.join(" "))
     };
     say!("id          {}", session.session_id);
+    say!("name        {}", name_of(session));
     say!("title       {}", session.title);
     say!("workspace   {}", session.workspace_id);
     say!("command     {command}");
