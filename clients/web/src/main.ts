@@ -40,11 +40,14 @@ terminal.open(screen);
 fit.fit();
 
 /**
- * The session shown, and the token of its attach stream
+ * The session shown: the token of its attach stream
  * (`holdfast-attachment`), which the page's resizes and keys name so that
- * they count as this client's.
+ * they count as this client's, and whether it has ended (then nothing more
+ * is sent to it).
  */
-let attached: { sessionId: string; stop: AbortController; attachment: string } | undefined;
+let attached:
+  | { sessionId: string; stop: AbortController; attachment: string; ended: boolean }
+  | undefined;
 /** The generation of the list the rows show, to ask whether it still stands. */
 let held: { workspaceId: string; generation: bigint } | undefined;
 
@@ -121,7 +124,7 @@ async function attach(sessionId: string) {
   attached?.stop.abort();
   held = undefined; // the rows show which session is selected
   const stop = new AbortController();
-  const mine = { sessionId, stop, attachment: "" };
+  const mine = { sessionId, stop, attachment: "", ended: false };
   attached = mine;
   typed = "";
   viewing.textContent = sessionId;
@@ -141,6 +144,7 @@ async function attach(sessionId: string) {
       },
     );
     for await (const { event } of events) {
+      if (attached !== mine) break; // another session was picked meanwhile
       switch (event.case) {
         case "output":
           terminal.write(event.value.data);
@@ -155,57 +159,101 @@ async function attach(sessionId: string) {
           const how = event.value.signal !== undefined
             ? `killed by signal ${event.value.signal}`
             : `exited with code ${event.value.exitCode}`;
+          mine.ended = true;
           note(`session ${how}`);
           break;
         }
       }
     }
   } catch (error) {
-    if (!stop.signal.aborted) note(describe(error));
+    if (attached === mine) note(describe(error));
   }
 }
 
-/** Gives the session shown the terminal's size, as this client's. */
+/** Whether a resize is on its way, and whether the size changed since it left. */
+let resizing = false;
+let resizedSince = false;
+
+/**
+ * Gives the session shown the terminal's size, as this client's: one
+ * resize at a time, the latest size after it, so that the session is left
+ * at the size the terminal has.
+ */
 async function sendSize() {
-  const shown = attached;
-  if (!shown?.attachment) return;
-  const { cols, rows } = terminal;
-  try {
-    await terminals.resizeSession({
-      sessionId: shown.sessionId,
-      cols,
-      rows,
-      attachment: shown.attachment,
-    });
-    if (attached === shown) screen.dataset.size = `${cols}x${rows}`;
-  } catch (error) {
-    if (attached === shown) note(describe(error));
+  if (resizing) {
+    resizedSince = true;
+    return;
   }
+  resizing = true;
+  do {
+    resizedSince = false;
+    const shown = attached;
+    if (!shown?.attachment || shown.ended) break;
+    const { cols, rows } = terminal;
+    try {
+      await terminals.resizeSession({ sessionId: shown.sessionId, cols, rows, attachment: shown.attachment });
+      if (attached === shown) screen.dataset.size = `${cols}x${rows}`;
+    } catch (error) {
+      if (attached === shown) note(describe(error));
+    }
+  } while (resizedSince);
+  resizing = false;
 }
 
 /** Keys typed while a write is on its way, sent together after it, in order. */
 let typed = "";
 let sending = false;
+/** The most one write carries: a paste beyond it goes in several, in order. */
+const WRITE_BYTES = 64 * 1024;
+const encoder = new TextEncoder();
 
+function joined(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const both = new Uint8Array(a.length + b.length);
+  both.set(a);
+  both.set(b, a.length);
+  return both;
+}
+
+/**
+ * Sends what is typed to the session shown, in order. A write refused
+ * because the program has not read what came before
+ * (`RESOURCE_EXHAUSTED`: nothing of it was taken) goes again, sooner than
+ * what was typed since; another refusal drops what waits, which would
+ * reach the program with a gap.
+ */
 async function sendKeys() {
+  const shown = attached;
+  if (!shown) return;
   sending = true;
-  const encoder = new TextEncoder();
-  while (typed && attached) {
-    const { sessionId, attachment } = attached;
-    const data = encoder.encode(typed);
+  let waiting = new Uint8Array();
+  let pause = 10;
+  while (attached === shown && (typed || waiting.length > 0)) {
+    waiting = joined(waiting, encoder.encode(typed));
     typed = "";
+    const data = waiting.subarray(0, WRITE_BYTES);
     try {
-      await terminals.writeInput({ sessionId, data, attachment });
+      await terminals.writeInput({ sessionId: shown.sessionId, data, attachment: shown.attachment });
+      waiting = waiting.subarray(data.length);
+      pause = 10;
     } catch (error) {
+      if (attached !== shown) break;
+      if (ConnectError.from(error).code === Code.ResourceExhausted) {
+        await new Promise((resolve) => setTimeout(resolve, pause));
+        pause = Math.min(pause * 2, 1000);
+        continue;
+      }
       note(describe(error));
+      waiting = new Uint8Array();
+      typed = "";
     }
   }
-  typed = "";
   sending = false;
+  // Keys typed in another session picked meanwhile.
+  if (typed && attached) void sendKeys();
 }
 
 terminal.onData((keys) => {
-  if (!attached) return;
+  if (!attached || attached.ended) return;
   typed += keys;
   if (!sending) void sendKeys();
 });
