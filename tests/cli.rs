@@ -1137,25 +1137,31 @@ async fn a_session_keeps_its_name_when_its_program_sets_a_title() {
     let home = HostHome::new();
     let host = home.start(&[]).await;
     let address = host.address.clone();
-    let set_title = "printf '\\033]0;main.rs - vi\\007'; exec sleep 1000";
-    let new = holdfast(
-        &address,
-        &["new", "--name", "editor", "--", "sh", "-c", set_title],
-    );
-    let id = stdout_of(&new).trim().to_owned();
+    let new_titled = |name: &str, title: &str| {
+        let set_title = format!("printf '\\033]0;{title}\\007'; exec sleep 1000");
+        let new = holdfast(
+            &address,
+            &["new", "--name", name, "--", "sh", "-c", &set_title],
+        );
+        stdout_of(&new).trim().to_owned()
+    };
     let show = |given: &str| -> serde_json::Value {
         serde_json::from_str(&stdout_of(&holdfast(&address, &["show", "--json", given])))
             .expect("json")
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while show(&id)["title"] != "main.rs - vi" {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the program's title never showed: {}",
-            show(&id)
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let titled = async |id: &str, title: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while show(id)["title"] != title {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the program's title never showed: {}",
+                show(id)
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    let id = new_titled("editor", "main.rs - vi");
+    titled(&id, "main.rs - vi").await;
     for given in ["editor", "main.rs - vi"] {
         let found = show(given);
         assert_eq!(found["session_id"], id.as_str(), "found by {given:?}");
@@ -1174,6 +1180,19 @@ async fn a_session_keeps_its_name_when_its_program_sets_a_title() {
         line.contains(" editor ") && !line.contains("main.rs"),
         "{table}"
     );
+
+    // Renamed, as with tmux's rename-session: found by the new name only.
+    let renamed = stdout_of(&holdfast(&address, &["rename", "editor", "notes"]));
+    assert_eq!(renamed.trim(), format!("renamed {id} notes"));
+    assert_eq!(show("notes")["session_id"], id.as_str());
+    let said = failure_text(&holdfast(&address, &["show", "editor"]));
+    assert!(said.contains("no live session"), "{said}");
+
+    // A name goes before a title another program gave itself.
+    let impostor = new_titled("other", "notes");
+    titled(&impostor, "notes").await;
+    assert_eq!(show("notes")["session_id"], id.as_str());
+    assert_eq!(show("other")["session_id"], impostor.as_str());
 }
 
 /// `kill -s TERM -t 10` gives a program that shuts down cleanly its

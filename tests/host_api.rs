@@ -2168,3 +2168,104 @@ async fn size_until(host: &HostService, workspace: &str, id: &str, size: (u32, u
     })
     .await;
 }
+
+/// `RenameSession` gives a session a new name, as tmux's rename-session
+/// does: lists and `GetSession` show it at once, and after a restart (it
+/// is kept in the session's row). While the program has set no title of
+/// its own the title follows the name; a title the program set stays.
+/// Bad names and sessions that cannot be renamed are refused.
+#[tokio::test]
+async fn rename_session_renames_and_refuses_what_it_cannot() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("rename").await.workspace_id;
+    let mut request = session_request(&workspace, &["cat"]);
+    request.title = Some("first".into());
+    let session = host.create_session(request).await;
+    let id = session.session_id.clone();
+    let rename = |name: &str| pb::RenameSessionRequest {
+        session_id: id.clone(),
+        name: name.into(),
+    };
+    let named = |session: &pb::Session| (session.name.clone(), session.title.clone());
+
+    let renamed = host
+        .terminals
+        .rename_session(rename("second"))
+        .await
+        .expect("rename")
+        .into_inner()
+        .session
+        .expect("a session");
+    assert_eq!(named(&renamed), ("second".into(), "second".into()));
+    assert!(renamed.alive && renamed.pid == session.pid, "{renamed:?}");
+    let list = host
+        .list_until("the new name", &workspace, |list| {
+            list.sessions.first().is_some_and(|s| s.name == "second")
+        })
+        .await;
+    assert_eq!(named(&list.sessions[0]), ("second".into(), "second".into()));
+
+    // The program's own title stays through a rename.
+    host.write_input(&id, "\x1b]2;vi main.rs\x07\n").await;
+    host.list_until("the program's title", &workspace, |list| {
+        list.sessions
+            .first()
+            .is_some_and(|s| s.title == "vi main.rs")
+    })
+    .await;
+    host.terminals
+        .rename_session(rename("third"))
+        .await
+        .expect("rename again");
+    assert_eq!(
+        named(&host.get_session(&id).await),
+        ("third".into(), "vi main.rs".into())
+    );
+
+    // Kept in its row: the restarted host-service lists it so.
+    host.stop(rustix::process::Signal::TERM);
+    let mut host = home.start(&[]).await;
+    let list = host.list(&workspace).await;
+    assert_eq!(
+        named(&list.sessions[0]),
+        ("third".into(), "vi main.rs".into())
+    );
+
+    let mut terminals = host.terminals.clone();
+    for (name, needle) in [
+        ("", "name is required"),
+        ("a\u{1b}b", "control characters"),
+        (&"x".repeat(201)[..], "more than 200 characters"),
+    ] {
+        let refused = expect_status(
+            terminals.rename_session(rename(name)).await,
+            Code::InvalidArgument,
+            needle,
+        );
+        expect_field(&refused, "name");
+    }
+    let unknown = uuid::Uuid::new_v4().to_string();
+    expect_status(
+        terminals
+            .rename_session(pb::RenameSessionRequest {
+                session_id: unknown,
+                name: "x".into(),
+            })
+            .await,
+        Code::NotFound,
+        "no session with id",
+    );
+    terminals
+        .dispose_session(pb::DisposeSessionRequest {
+            session_id: id.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("dispose");
+    expect_status(
+        terminals.rename_session(rename("fourth")).await,
+        Code::NotFound,
+        "disposed",
+    );
+}

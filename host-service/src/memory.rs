@@ -19,7 +19,8 @@ pub struct MemorySession {
     pub listed: bool,
     /// Last known title (from the daemon, else the row).
     pub title: String,
-    /// The title given at creation, which the program does not change.
+    /// The title given at creation, or by a rename since; the program's
+    /// titles do not change it.
     pub name: String,
     /// The program's pid.
     pub pid: u32,
@@ -188,6 +189,19 @@ impl Memory {
     pub fn input(&self, session_id: &str) -> Option<Arc<SessionInput>> {
         let inner = self.inner();
         Some(Arc::clone(&inner.sessions.get(session_id)?.input))
+    }
+
+    /// Gives a session its new name, and the title too while it is the
+    /// old name (its program set none). Counts as a change whether or not
+    /// the session is registered: a list may show it from its row.
+    pub fn rename(&self, session_id: &str, name: &str) {
+        let mut inner = self.inner();
+        if let Some(session) = inner.sessions_mut().get_mut(session_id) {
+            if session.title == session.name {
+                name.clone_into(&mut session.title);
+            }
+            name.clone_into(&mut session.name);
+        }
     }
 
     /// The session's last known title, if it is registered.
@@ -480,6 +494,10 @@ mod tests {
         changed("attaching");
         drop(attached);
         changed("detaching");
+        memory.rename("a", "renamed");
+        changed("renaming");
+        memory.rename("unknown", "renamed");
+        changed("renaming a session only its row shows");
         memory.mark_exited("b", Some(0), None);
         changed("an exit");
         memory.remove("a");
@@ -523,6 +541,27 @@ mod tests {
         assert!(memory.contains("s"), "kept while its stream is open");
         drop(guard);
         assert!(!memory.contains("s"));
+    }
+
+    #[test]
+    fn a_rename_changes_the_title_only_while_the_program_set_none() {
+        let memory = Arc::new(Memory::default());
+        for (id, title) in [("given", "old"), ("own", "vim: main.rs")] {
+            adopt(&memory, id);
+            let mut inner = memory.inner();
+            let session = inner.sessions_mut().get_mut(id).expect("adopted");
+            session.name = "old".into();
+            session.title = title.into();
+        }
+        memory.rename("given", "new");
+        memory.rename("own", "new");
+        let named = |id: &str| {
+            let inner = memory.inner();
+            let session = &inner.sessions[id];
+            (session.name.clone(), session.title.clone())
+        };
+        assert_eq!(named("given"), ("new".into(), "new".into()));
+        assert_eq!(named("own"), ("new".into(), "vim: main.rs".into()));
     }
 
     #[test]

@@ -391,6 +391,24 @@ impl Host {
         Ok(row)
     }
 
+    /// The session of `row` as `GetSession` describes it, with what the
+    /// daemon and memory say of it now.
+    async fn describe(&self, row: SessionRow) -> Result<pb::Session> {
+        let now = match self.daemon_session(&row.id).await {
+            Ok(now) => now,
+            // Its row holds the whole of an ended session.
+            Err(Error::DaemonDown(_) | Error::DaemonUnavailable(_))
+                if row.status() == RowStatus::Exited =>
+            {
+                None
+            }
+            Err(error) => return Err(error),
+        };
+        let remembered = self.memory.title(&row.id);
+        let attached = self.memory.is_attached(&row.id);
+        Ok(session_view::describe(row, now, remembered, attached))
+    }
+
     /// Registers a restored session in memory, with what the daemon says of
     /// it, unless it was disposed or exited meanwhile.
     async fn adopt(&self, (row, adoption): (SessionRow, Adoption)) {
@@ -1010,21 +1028,31 @@ impl TerminalService for Host {
         let session_id = validate::id("session_id", &request.get_ref().session_id)?;
         // The row first: an unknown id is answered without the daemon.
         let row = self.undisposed_row(session_id).await?;
-        let now = match self.daemon_session(session_id).await {
-            Ok(now) => now,
-            // Its row holds the whole of an ended session.
-            Err(Error::DaemonDown(_) | Error::DaemonUnavailable(_))
-                if row.status() == RowStatus::Exited =>
-            {
-                None
-            }
-            Err(error) => return Err(error.into()),
-        };
-        let remembered = self.memory.title(session_id);
-        let session =
-            session_view::describe(row, now, remembered, self.memory.is_attached(session_id));
         Ok(Response::new(pb::GetSessionResponse {
-            session: Some(session),
+            session: Some(self.describe(row).await?),
+        }))
+    }
+
+    async fn rename_session(
+        &self,
+        request: Request<pb::RenameSessionRequest>,
+    ) -> Result<Response<pb::RenameSessionResponse>, Status> {
+        let request = request.into_inner();
+        let session_id = validate::id("session_id", &request.session_id)?.to_owned();
+        validate::text("name", &request.name, true)?;
+        let mut row = self.undisposed_row(&session_id).await?;
+        // Row and memory both, even should the client give up between.
+        let host = self.clone();
+        let name = request.name.clone();
+        to_completion(async move {
+            host.store.rename(&session_id, &name).await?;
+            host.memory.rename(&session_id, &name);
+            Ok(())
+        })
+        .await?;
+        row.title = request.name;
+        Ok(Response::new(pb::RenameSessionResponse {
+            session: Some(self.describe(row).await?),
         }))
     }
 

@@ -656,6 +656,18 @@ impl Store {
         .await
     }
 
+    /// Gives a session's row a new name (its `title` column).
+    pub async fn rename(&self, id: &str, name: &str) -> Result<()> {
+        let (id, name) = (id.to_owned(), name.to_owned());
+        self.run("renaming a session", move |conn| {
+            diesel::update(terminal_sessions::table.find(id))
+                .set(terminal_sessions::title.eq(name))
+                .execute(conn)
+                .map(|_| ())
+        })
+        .await
+    }
+
     /// Notes that a client attached now.
     pub async fn touch_attached(&self, id: &str, now: i64) -> Result<()> {
         let id = id.to_owned();

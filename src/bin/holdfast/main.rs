@@ -127,6 +127,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Give a session a new name, as `tmux rename-session` does; lists
+    /// show it and commands find the session by it.
+    Rename {
+        /// The session: its id, a unique start of it, its name or its title.
+        id: String,
+        /// Its new name.
+        name: String,
+    },
     /// Print a session's output so far, as its program wrote it, without
     /// attaching to it; `-f` follows it to its exit.
     Logs {
@@ -538,6 +546,21 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 .session
                 .context("the host-service returned no session")?;
             shown::print_session(&session, json)?;
+        }
+        Command::Rename { id, name } => {
+            let id = naming::session_id(&mut clients, &id).await?;
+            let renamed = clients
+                .terminals
+                .rename_session(pb::RenameSessionRequest {
+                    session_id: id.clone(),
+                    name,
+                })
+                .await
+                .map_err(refused)?
+                .into_inner()
+                .session
+                .context("the host-service returned no session")?;
+            say!("renamed {id} {}", renamed.name);
         }
         Command::Logs { id, follow } => {
             let reading = if follow {

@@ -46,8 +46,10 @@ pub fn this_session() -> Option<String> {
 }
 
 /// The id of the session `given` names: a whole id as it is, else the one
-/// live session, in any open workspace, whose id starts with `given` or
-/// whose title is `given`.
+/// live session, in any open workspace, whose name is `given`; failing
+/// that, whose title (its program's) is; failing that, whose id starts
+/// with it. A name a person gave goes first, so a program that titles
+/// itself so cannot take it over.
 pub async fn session_id(clients: &mut Clients, given: &str) -> anyhow::Result<String> {
     if let Ok(id) = uuid::Uuid::try_parse(given) {
         // As the host-service stores it: lower case, hyphenated.
@@ -57,19 +59,25 @@ pub async fn session_id(clients: &mut Clients, given: &str) -> anyhow::Result<St
         bail!("name a session by its id, the start of it, its name or its title");
     }
     let prefix = given.to_ascii_lowercase();
-    let mut found = live_sessions(clients, |s| {
-        s.session_id.starts_with(&prefix) || s.name == given || s.title == given
-    })
-    .await?;
+    let by_name = |s: &pb::Session| s.name == given;
+    let by_title = |s: &pb::Session| s.title == given;
+    let by_id = |s: &pb::Session| s.session_id.starts_with(&prefix);
+    let candidates = live_sessions(clients, |s| by_name(s) || by_title(s) || by_id(s)).await?;
+    let tiers: [&dyn Fn(&pb::Session) -> bool; 3] = [&by_name, &by_title, &by_id];
+    let found: Vec<&pb::Session> = tiers
+        .iter()
+        .map(|matches| candidates.iter().filter(|s| matches(s)).collect::<Vec<_>>())
+        .find(|found| !found.is_empty())
+        .unwrap_or_default();
     match found.len() {
-        1 => Ok(found.remove(0).session_id),
+        1 => Ok(found[0].session_id.clone()),
         0 => bail!(
             "no live session's id starts with {given:?} or has it as its name or title (see `holdfast ls --all`; \
              a session that has ended, or a hidden one, is named by its whole id)"
         ),
         count => bail!(
             "{count} live sessions match {given:?}: {}; give more of the id",
-            listed(&found)
+            listed(found.into_iter())
         ),
     }
 }
@@ -89,7 +97,7 @@ pub async fn the_only_session(clients: &mut Clients) -> anyhow::Result<String> {
         0 => bail!("there is no live session to attach to (`holdfast new -a` starts one)"),
         count => bail!(
             "there are {count} live sessions: name one by the start of its id or its name: {}",
-            listed(&found)
+            listed(found.iter())
         ),
     }
 }
@@ -116,9 +124,8 @@ async fn live_sessions(
 }
 
 /// Sessions as an error names them: id and name.
-fn listed(sessions: &[pb::Session]) -> String {
+fn listed<'a>(sessions: impl Iterator<Item = &'a pb::Session>) -> String {
     sessions
-        .iter()
         .map(|s| format!("{} ({})", s.session_id, crate::shown::name_of(s)))
         .collect::<Vec<_>>()
         .join(", ")
