@@ -67,6 +67,23 @@ fn holdfast(address: &str, args: &[&str]) -> Output {
         .expect("run holdfast")
 }
 
+/// `holdfast completions bash` prints a script that bash takes and that
+/// completes the CLI's commands, without a host-service to ask.
+#[test]
+fn completions_complete_the_commands_with_no_host_service() {
+    let script = stdout_of(&holdfast("127.0.0.1:1", &["completions", "bash"]));
+    let completed = Command::new("bash")
+        .args([
+            "-c",
+            r#"eval "$1"; COMP_WORDS=(holdfast ren); COMP_CWORD=1; _holdfast holdfast ren holdfast; echo "${COMPREPLY[@]}""#,
+            "bash",
+            &script,
+        ])
+        .output()
+        .expect("run bash");
+    assert_eq!(stdout_of(&completed).trim(), "rename");
+}
+
 #[tokio::test]
 async fn new_ls_count_send_kill_through_the_cli() {
     let home = HostHome::new();

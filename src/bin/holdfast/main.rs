@@ -155,6 +155,13 @@ enum Command {
     /// Show whether the host-service and its daemon are up, with versions,
     /// pids and paths.
     Status,
+    /// Print the completion script for a shell, e.g.
+    /// `source <(holdfast completions bash)` in ~/.bashrc, or
+    /// `holdfast completions fish > ~/.config/fish/completions/holdfast.fish`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
     /// Dispose of a session: it is killed and never listed again. Its
     /// programs get SIGHUP (as when a terminal closes), then SIGKILL for
     /// what is left after 1 s, unless told otherwise (`-s TERM -t 30`, as
@@ -351,6 +358,12 @@ fn refused(status: tonic::Status) -> anyhow::Error {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<u8> {
+    if let Command::Completions { shell } = cli.command {
+        // Needs no host-service.
+        let mut command = <Cli as clap::CommandFactory>::command();
+        clap_complete::generate(shell, &mut command, "holdfast", &mut std::io::stdout());
+        return Ok(0);
+    }
     let mut clients = connect(&cli.addr, cli.auth_token.as_deref()).await?;
     match cli.command {
         Command::Workspace(WorkspaceCommand::Create { name }) => {
@@ -491,6 +504,8 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 .await
                 .map_err(refused)?;
         }
+        // Printed above, before connecting.
+        Command::Completions { .. } => {}
         Command::Status => {
             let status = clients
                 .status
