@@ -34,6 +34,26 @@ pub const LOOK_METADATA: &str = "holdfast-until-now";
 /// `host-service/src/client_sizes.rs`).
 pub const ATTACHMENT_METADATA: &str = "holdfast-attachment";
 
+/// Response metadata of every attach stream that follows its session (the
+/// daemon's `Attach` and `Start`, the host's `AttachSession` and
+/// `StartSession`): the session's output offset when the stream opened.
+/// What was written before it was written before this client was there:
+/// a terminal that shows it must not answer the queries in it (a device
+/// attributes or cursor position request, `ESC [ c`, `ESC [ 6 n`), whose
+/// program has long stopped waiting, or the answers arrive as typed keys.
+/// Output from it on is live. Absent from services older than it.
+pub const LIVE_OFFSET_METADATA: &str = "holdfast-live-offset";
+
+/// `LIVE_OFFSET_METADATA` of a response, if it carries one.
+pub fn live_offset(metadata: &tonic::metadata::MetadataMap) -> Option<u64> {
+    metadata
+        .get(LIVE_OFFSET_METADATA)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
 /// The environment variable that names the session a program runs in: the
 /// host-service sets it at every spawn (over any value a client names), as
 /// tmux sets `TMUX`, so that `holdfast attach` run in a session does not

@@ -48,6 +48,33 @@ async fn viewer_of(
     (viewer.session_id, screen)
 }
 
+/// `holdfast attach` shows a session's history without the terminal
+/// queries in it (device attributes, cursor position), which a real
+/// terminal would answer again, typing the answers into the program; a
+/// query the program makes once attached reaches the terminal. (The
+/// viewer's terminal here is a session's, which answers nothing: what it
+/// shows is what the CLI wrote.)
+#[tokio::test]
+async fn attach_leaves_out_the_queries_in_history_but_not_live_ones() {
+    let (_home, mut host, workspace, target) = host_running(
+        "queries",
+        "printf 'before\\033[c\\033[6n\\033]11;?\\007|'; read x; printf 'live\\033[6n'; exec sleep 600",
+    )
+    .await;
+    let mut stream = host.attach(&target.session_id, None).await;
+    receive_host_text(&mut stream, "|").await;
+    drop(stream);
+    let (_viewer, mut screen) = viewer_of(&mut host, &workspace, &target.session_id, &[]).await;
+    let shown = receive_host_text(&mut screen, "before|").await;
+    host.write_input(&target.session_id, "go\n").await;
+    let shown = shown + &receive_host_text(&mut screen, "live\x1b[6n").await;
+    assert!(
+        !shown.contains("\x1b[c") && !shown.contains("\x1b]11;?"),
+        "{shown:?}"
+    );
+    assert_eq!(shown.matches("\x1b[6n").count(), 1, "{shown:?}");
+}
+
 /// What a command that had to fail said: its stderr, once it is seen to
 /// have failed.
 fn failure_text(output: &Output) -> String {

@@ -2269,3 +2269,46 @@ async fn rename_session_renames_and_refuses_what_it_cannot() {
         "disposed",
     );
 }
+
+/// Every attach stream that follows a session says where its live output
+/// begins (`holdfast-live-offset`): the output written before it opened is
+/// history, whose terminal queries a client must not answer again (see
+/// the CLI's `stale_queries`). A `StartSession` stream is live from its
+/// first byte.
+#[tokio::test]
+async fn attach_streams_say_where_their_live_output_begins() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("live").await.workspace_id;
+    let session = host
+        .create_session(session_request(
+            &workspace,
+            &["sh", "-c", "printf hello; exec sleep 600"],
+        ))
+        .await;
+    let mut first = host.attach(&session.session_id, None).await;
+    receive_host_text(&mut first, "hello").await;
+    let mut terminals = host.terminals.clone();
+    for watch in [false, true] {
+        let answer = terminals
+            .attach_session(pb::AttachSessionRequest {
+                session_id: session.session_id.clone(),
+                watch,
+                ..Default::default()
+            })
+            .await
+            .expect("attach");
+        assert_eq!(
+            holdfast::proto::live_offset(answer.metadata()),
+            Some(5),
+            "watch: {watch}"
+        );
+    }
+    let started = terminals
+        .start_session(pb::StartSessionRequest {
+            create: Some(session_request(&workspace, &["true"])),
+        })
+        .await
+        .expect("start");
+    assert_eq!(holdfast::proto::live_offset(started.metadata()), Some(0));
+}

@@ -41,9 +41,14 @@ async fn the_web_page_lists_a_session_and_streams_its_output() {
     let session = host
         .create_session(pb::CreateSessionRequest {
             workspace_id: workspace.workspace_id.clone(),
-            argv: ["sh", "-c", "echo web page ready; exec cat"]
-                .map(String::from)
-                .into(),
+            // With queries in its history, which the page must not answer.
+            argv: [
+                "sh",
+                "-c",
+                "printf 'web page ready\\033[c\\033[6n\\033]11;?\\007\\n'; exec cat",
+            ]
+            .map(String::from)
+            .into(),
             title: Some("from grpc".into()),
             // Smaller than the page's terminal will be, so its size shows.
             cols: 20,
@@ -92,6 +97,33 @@ async fn the_web_page_lists_a_session_and_streams_its_output() {
         (now.cols, now.rows),
         resized,
         "the session has the page's size"
+    );
+
+    // Answered, the queries would have reached `cat` as typed keys, and
+    // its terminal would have echoed them after the first line.
+    let mut look = host
+        .terminals
+        .attach_session(pb::AttachSessionRequest {
+            session_id: session.session_id.clone(),
+            until_now: true,
+            ..Default::default()
+        })
+        .await
+        .expect("look")
+        .into_inner();
+    let mut text = String::new();
+    while let Some(message) = look.message().await.expect("look") {
+        if let Some(pb::attach_session_response::Event::Output(output)) = message.event {
+            text.push_str(&String::from_utf8_lossy(&output.data));
+        }
+    }
+    let (_, after) = text.split_once('\n').expect("the first line");
+    assert!(
+        after.contains("typed in the browser")
+            && !after.contains("[?")
+            && !after.contains("rgb:")
+            && !after.contains('R'),
+        "the page answered queries from the session's history: {after:?}"
     );
 }
 

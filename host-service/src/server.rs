@@ -110,7 +110,7 @@ fn cors(extra_origins: Vec<String>) -> CorsLayer {
         // of an answer without messages), `holdfast-until-now`, which
         // tells a look from an older host-service's attach, and
         // `holdfast-attachment`, which names its attach stream in resizes
-        // and input.
+        // and input, and `holdfast-live-offset`, where its history ends.
         .expose_headers(
             [
                 "grpc-status",
@@ -118,6 +118,7 @@ fn cors(extra_origins: Vec<String>) -> CorsLayer {
                 "grpc-status-details-bin",
                 holdfast::proto::LOOK_METADATA,
                 holdfast::proto::ATTACHMENT_METADATA,
+                holdfast::proto::LIVE_OFFSET_METADATA,
             ]
             .map(http::HeaderName::from_static),
         )

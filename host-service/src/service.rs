@@ -241,7 +241,7 @@ impl Host {
                 );
                 let (session, ()) = self.spawn(spawn).await?;
                 match self.open_stream(&session.session_id, Some(0), false).await {
-                    Ok(events) => Ok((session, events)),
+                    Ok((events, _)) => Ok((session, events)),
                     Err(error) => {
                         // Nothing is acknowledged yet: `create` ends it, as
                         // any launch that failed after the program started.
@@ -633,7 +633,7 @@ impl Host {
         session_id: &str,
         from_offset: Option<u64>,
         onlooker: bool,
-    ) -> Result<DaemonEvents> {
+    ) -> Result<(DaemonEvents, Option<u64>)> {
         let (mut client, slot) = self.streams.client();
         let attach = daemon::AttachRequest {
             session_id: session_id.to_owned(),
@@ -642,10 +642,14 @@ impl Host {
             // older than the field paces it, within its patience).
             unpaced: onlooker,
         };
-        let events = self
-            .daemon_call("attach", client.attach(Request::new(attach)))
-            .await?;
-        Ok(slot.held_by(events).boxed())
+        // Where its live output begins, from the daemon's answer.
+        let opened =
+            futures_util::TryFutureExt::map_ok(client.attach(Request::new(attach)), |response| {
+                let live_from = holdfast::proto::live_offset(response.metadata());
+                Response::new((response.into_inner(), live_from))
+            });
+        let (events, live_from) = self.daemon_call("attach", opened).await?;
+        Ok((slot.held_by(events).boxed(), live_from))
     }
 
     /// A look at a session: the events of `open` (its attach stream from
@@ -825,8 +829,8 @@ impl TerminalService for Host {
             Ok::<_, Error>((session, events, guard))
         })
         .await?;
-        // Started at its client's size.
-        let mut response = Response::new(());
+        // Started at its client's size; all its output is live.
+        let mut response = live(Response::new(()), Some(0));
         let client = self.client_attachment(&session.session_id, guard, &mut response);
         self.sizes.resized(
             &session.session_id,
@@ -902,6 +906,7 @@ impl TerminalService for Host {
         let onlooker = request.until_now || request.watch;
         let open = self.open_stream(&session_id, request.from_offset, onlooker);
         if request.until_now {
+            let open = async { open.await.map(|(events, _)| events) };
             let events = self.look(&session_id, request.from_offset, open).await?;
             let mut response: Response<AttachStream> =
                 Response::new(Box::pin(self.relay(session_id, events, None)));
@@ -916,17 +921,19 @@ impl TerminalService for Host {
         // changes nothing, so a refusal has nothing to undo but to drop it.
         let (restored, events) = tokio::join!(self.usable(&session_id), open);
         let restored = restored?;
-        let events = match events {
-            Ok(events) => events,
-            Err(error) => or_the_recorded_exit(error, restored.as_ref().map(|(row, _)| row))?,
+        let (events, live_from) = match events {
+            Ok(opened) => opened,
+            Err(error) => (
+                or_the_recorded_exit(error, restored.as_ref().map(|(row, _)| row))?,
+                None,
+            ),
         };
         if let Some(restored) = restored {
             self.adopt(restored).await;
         }
         if request.watch {
-            return Ok(Response::new(Box::pin(
-                self.relay(session_id, events, None),
-            )));
+            let watched: AttachStream = Box::pin(self.relay(session_id, events, None));
+            return Ok(live(Response::new(watched), live_from));
         }
         let guard = self.memory.attach(&session_id);
         let store = self.store.clone();
@@ -939,7 +946,7 @@ impl TerminalService for Host {
                 tracing::warn!(session_id = %touched, %error, "recording the attach failed");
             }
         });
-        let mut response = Response::new(());
+        let mut response = live(Response::new(()), live_from);
         let client = self.client_attachment(&session_id, guard, &mut response);
         let relayed = self.relay(session_id, events, Some(client));
         Ok(response.map(|()| -> AttachStream { Box::pin(relayed) }))
@@ -1165,6 +1172,18 @@ fn event_to_proto(
         }
     });
     pb::AttachSessionResponse { event }
+}
+
+/// `response` with the offset its stream's live output begins at (see
+/// `holdfast::proto::LIVE_OFFSET_METADATA`), where the daemon said.
+fn live<T>(mut response: Response<T>, live_from: Option<u64>) -> Response<T> {
+    if let Some(live_from) = live_from {
+        response.metadata_mut().insert(
+            holdfast::proto::LIVE_OFFSET_METADATA,
+            tonic::metadata::MetadataValue::from(live_from),
+        );
+    }
+    response
 }
 
 /// An attached client's hold on its session while its stream is open: the

@@ -101,7 +101,7 @@ impl PtyDaemon for DaemonService {
             })
         });
         let stream = futures_util::stream::once(async { Ok(first) }).chain(events);
-        Ok(Response::new(Box::pin(stream)))
+        Ok(live(Response::new(Box::pin(stream)), 0))
     }
 
     async fn list(
@@ -179,8 +179,13 @@ impl PtyDaemon for DaemonService {
         let session = self
             .registry
             .get(validate::session_id(&request.session_id)?)?;
+        // Taken first: output written meanwhile counts as live.
+        let live_from = session.output_offset();
         let cursor = session.cursor(request.from_offset, !request.unpaced);
-        Ok(Response::new(Box::pin(attach_events(session, cursor))))
+        Ok(live(
+            Response::new(Box::pin(attach_events(session, cursor))),
+            live_from,
+        ))
     }
 
     async fn write(
@@ -311,6 +316,16 @@ fn started(session: &Session) -> Result<pb::Session, Status> {
         )
         .into()
     })
+}
+
+/// `response` with the offset its stream's live output begins at (see
+/// `holdfast::proto::LIVE_OFFSET_METADATA`).
+fn live<T>(mut response: Response<T>, live_from: u64) -> Response<T> {
+    response.metadata_mut().insert(
+        holdfast::proto::LIVE_OFFSET_METADATA,
+        tonic::metadata::MetadataValue::from(live_from),
+    );
+    response
 }
 
 /// A session's events from `cursor` on, as `Attach` streams them.

@@ -42,12 +42,64 @@ fit.fit();
 /**
  * The session shown: the token of its attach stream
  * (`holdfast-attachment`), which the page's resizes and keys name so that
- * they count as this client's, and whether it has ended (then nothing more
- * is sent to it).
+ * they count as this client's, where its live output begins
+ * (`holdfast-live-offset`), and whether it has ended (then nothing more is
+ * sent to it).
  */
 let attached:
-  | { sessionId: string; stop: AbortController; attachment: string; ended: boolean }
+  | {
+      sessionId: string;
+      stop: AbortController;
+      attachment: string;
+      liveFrom?: bigint;
+      ended: boolean;
+    }
   | undefined;
+
+/**
+ * Whether the terminal is reading history: output written before the page
+ * attached. The queries in it (device attributes, cursor position, colours)
+ * were answered or given up on long ago; answered again, the answers would
+ * reach the program as typed keys. Live queries are answered.
+ */
+let replaying = false;
+const stale = () => replaying;
+for (const id of [
+  { final: "c" }, // device attributes
+  { prefix: ">", final: "c" },
+  { prefix: "=", final: "c" },
+  { final: "n" }, // device status, cursor position
+  { prefix: "?", final: "n" },
+  { intermediates: "$", final: "p" }, // DECRQM
+  { prefix: "?", intermediates: "$", final: "p" },
+  { prefix: ">", final: "q" }, // XTVERSION
+  { prefix: "?", final: "u" }, // kitty keyboard flags
+]) {
+  terminal.parser.registerCsiHandler(id, stale);
+}
+const WINDOW_REPORTS = [11, 13, 14, 15, 16, 18, 19, 20, 21];
+terminal.parser.registerCsiHandler(
+  { final: "t" },
+  (params) => replaying && WINDOW_REPORTS.includes(Number(params[0])),
+);
+for (const id of [{ intermediates: "$", final: "q" }, { intermediates: "+", final: "q" }]) {
+  terminal.parser.registerDcsHandler(id, stale); // DECRQSS, XTGETTCAP
+}
+for (const osc of [4, 5, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 52]) {
+  terminal.parser.registerOscHandler(osc, (data) => replaying && data.split(";").includes("?"));
+}
+
+/** Shows output at `offset` of the session `shown`, its history apart. */
+function show(shown: NonNullable<typeof attached>, offset: bigint, data: Uint8Array) {
+  const live = shown.liveFrom ?? 0n;
+  const before = offset >= live ? 0 : Number(live - offset > BigInt(data.length) ? data.length : live - offset);
+  if (before > 0) {
+    // Writes are read in order, each callback once its data is read.
+    terminal.write("", () => (replaying = true));
+    terminal.write(data.subarray(0, before), () => (replaying = false));
+  }
+  if (before < data.length) terminal.write(data.subarray(before));
+}
 /** The generation of the list the rows show, to ask whether it still stands. */
 let held: { workspaceId: string; generation: bigint } | undefined;
 
@@ -124,7 +176,7 @@ async function attach(sessionId: string) {
   attached?.stop.abort();
   held = undefined; // the rows show which session is selected
   const stop = new AbortController();
-  const mine = { sessionId, stop, attachment: "", ended: false };
+  const mine: NonNullable<typeof attached> = { sessionId, stop, attachment: "", ended: false };
   attached = mine;
   typed = "";
   viewing.textContent = sessionId;
@@ -137,6 +189,8 @@ async function attach(sessionId: string) {
         signal: stop.signal,
         onHeader: (headers) => {
           mine.attachment = headers.get("holdfast-attachment") ?? "";
+          const live = headers.get("holdfast-live-offset");
+          mine.liveFrom = live === null ? undefined : BigInt(live);
           // Attaching makes this the latest client: the session takes its size.
           fit.fit();
           void sendSize();
@@ -147,7 +201,7 @@ async function attach(sessionId: string) {
       if (attached !== mine) break; // another session was picked meanwhile
       switch (event.case) {
         case "output":
-          terminal.write(event.value.data);
+          show(mine, event.value.offset, event.value.data);
           break;
         case "truncated":
           note(`${event.value.toOffset - event.value.fromOffset} bytes no longer held`);

@@ -18,6 +18,7 @@ use rustix::termios::{OptionalActions, Termios};
 use tokio::io::AsyncReadExt;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use crate::stale_queries::History;
 use crate::terminal_modes::TerminalModes;
 use crate::{Clients, refused};
 
@@ -136,6 +137,7 @@ pub async fn attach(
         .await
         .map_err(refused)?;
     let attachment = attachment_of(&answer);
+    let history = History::of(&answer);
     let stream = answer.into_inner();
     let raw = RawMode::enter()?;
     if raw.is_some() {
@@ -146,7 +148,7 @@ pub async fn attach(
     relay(
         clients,
         session_id,
-        attachment,
+        (attachment, history),
         raw,
         detach_key,
         window_changes,
@@ -188,6 +190,7 @@ pub async fn start(
         .await
         .map_err(refused)?;
     let attachment = attachment_of(&answer);
+    let history = History::of(&answer);
     let mut stream = answer.into_inner();
     let started = stream.message().await.map_err(refused)?;
     let Some(Event::Started(session)) = started.and_then(|message| message.event) else {
@@ -208,7 +211,7 @@ pub async fn start(
         relay(
             clients,
             session_id.clone(),
-            attachment,
+            (attachment, history),
             raw,
             detach_key,
             window_changes,
@@ -223,11 +226,12 @@ pub async fn start(
 }
 
 /// Shows `events` on this terminal and sends it keystrokes until the
-/// session exits or the user detaches.
+/// session exits or the user detaches. `opened` is what the stream's
+/// answer said: its attachment's token, and where its history ends.
 async fn relay(
     clients: &mut Clients,
     session_id: String,
-    mut attachment: String,
+    opened: (String, History),
     raw: Option<RawMode>,
     detach_key: DetachKey,
     mut window_changes: Signal,
@@ -240,6 +244,7 @@ async fn relay(
     } else {
         DetachKey(None)
     };
+    let (mut attachment, mut history) = opened;
     let mut screen = Screen::new(raw);
     let mut stream: Events = Box::pin(events);
     let mut ends = Ends::watch()?;
@@ -262,6 +267,9 @@ async fn relay(
                                 &output.data[..]
                             };
                             shown_to = Some(output.offset + output.data.len() as u64);
+                            let skipped = (output.data.len() - data.len()) as u64;
+                            let data = history.shown(output.offset + skipped, data);
+                            let data = &data[..];
                             screen.modes.follow(data);
                             stdout.write_all(data)?;
                             stdout.flush()?;
@@ -286,9 +294,10 @@ async fn relay(
                 // session runs on under the daemon.
                 tracing::debug!(%lost, "attaching again");
                 match reattach(clients, &session_id, shown_to, &mut keyboard, &mut ends).await? {
-                    Reattached::Events(events, token) => {
+                    Reattached::Events(events, token, its_history) => {
                         stream = events;
                         attachment = token;
+                        history = *its_history;
                         typing = Typing::new(attachment.clone());
                         resize_to_terminal(clients, &session_id, &attachment, false).await;
                         // Keys typed meanwhile, in order.
@@ -491,8 +500,8 @@ impl HeldKeys {
 
 /// How attaching again ended.
 enum Reattached {
-    /// The stream, and its attachment's token.
-    Events(Events, String),
+    /// The stream, its attachment's token and its history.
+    Events(Events, String, Box<History>),
     Detached,
     GaveUp(tonic::Status),
 }
@@ -525,9 +534,11 @@ async fn reattach(
         match answer {
             Ok(events) => {
                 let attachment = attachment_of(&events);
+                let history = Box::new(History::of(&events));
                 return Ok(Reattached::Events(
                     Box::pin(events.into_inner()),
                     attachment,
+                    history,
                 ));
             }
             Err(status) if !is_verdict(&status) && Instant::now() < give_up => {}

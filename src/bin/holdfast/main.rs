@@ -208,6 +208,7 @@ mod logs;
 mod naming;
 mod own_server;
 mod shown;
+mod stale_queries;
 mod stdout;
 mod terminal_modes;
 
