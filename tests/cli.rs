@@ -51,9 +51,10 @@ async fn viewer_of(
 /// `holdfast attach` shows a session's history without the terminal
 /// queries in it (device attributes, cursor position), which a real
 /// terminal would answer again, typing the answers into the program; a
-/// query the program makes once attached reaches the terminal. (The
-/// viewer's terminal here is a session's, which answers nothing: what it
-/// shows is what the CLI wrote.)
+/// query the program makes once attached reaches the terminal. `logs`
+/// leaves them all out of what it prints to a terminal. (The viewers'
+/// terminals here are sessions', which answer nothing: what they show is
+/// what the CLI wrote.)
 #[tokio::test]
 async fn attach_leaves_out_the_queries_in_history_but_not_live_ones() {
     let (_home, mut host, workspace, target) = host_running(
@@ -73,6 +74,28 @@ async fn attach_leaves_out_the_queries_in_history_but_not_live_ones() {
         "{shown:?}"
     );
     assert_eq!(shown.matches("\x1b[6n").count(), 1, "{shown:?}");
+
+    // `logs` to a terminal leaves them all out (only this shell would take
+    // the answers); piped, it prints the output as it was written.
+    let piped = stdout_of(&holdfast(&host.address, &["logs", &target.session_id]));
+    assert!(piped.starts_with("before\x1b[c\x1b[6n"), "{piped:?}");
+    let cli = binary("holdfast");
+    let argv = [
+        cli.to_str().expect("utf-8 path"),
+        "--addr",
+        &host.address,
+        "logs",
+        &target.session_id,
+    ];
+    let printer = host
+        .create_session(session_request(&workspace, &argv))
+        .await;
+    let mut printed = host.attach(&printer.session_id, None).await;
+    let printed = receive_host_text(&mut printed, "live").await;
+    assert!(
+        printed.contains("before|") && !printed.contains("\x1b[6n"),
+        "{printed:?}"
+    );
 }
 
 /// What a command that had to fail said: its stderr, once it is seen to

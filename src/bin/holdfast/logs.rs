@@ -5,7 +5,7 @@
 //! and a look does not count it as attached. `holdfast wait` follows a
 //! session the same way, as an onlooker (`watch`), to tell how it ended.
 
-use std::io::{ErrorKind, StdoutLock, Write};
+use std::io::{ErrorKind, IsTerminal, StdoutLock, Write};
 use std::time::{Duration, Instant};
 
 use futures_util::{Stream, StreamExt};
@@ -13,6 +13,7 @@ use holdfast::proto::host::v1 as pb;
 use pb::attach_session_response::Event;
 
 use crate::attach::{REATTACH_PATIENCE, REATTACH_PAUSE_MAX, exit_status, is_verdict};
+use crate::stale_queries::History;
 use crate::stdout::say;
 use crate::{Clients, refused};
 
@@ -37,8 +38,13 @@ pub async fn logs(
     reading: Reading,
 ) -> anyhow::Result<u8> {
     let follow = reading != Reading::SoFar;
+    let stdout = std::io::stdout();
     let mut out = Copy {
-        stdout: std::io::stdout().lock(),
+        // A terminal answers the queries in what it is shown, and nothing
+        // but this shell is there to take the answers, as typed keys: they
+        // are left out. Piped, the output is as the program wrote it.
+        queries: stdout.is_terminal().then(History::all),
+        stdout: stdout.lock(),
         written_to: None,
         print: reading != Reading::Wait,
     };
@@ -115,6 +121,9 @@ fn ended(exited: &pb::Exited) -> u8 {
 /// Output written to stdout so far.
 struct Copy {
     stdout: StdoutLock<'static>,
+    /// Takes the terminal queries out of the output, printed to a
+    /// terminal.
+    queries: Option<History>,
     /// Where it ends, to go on from there.
     written_to: Option<u64>,
     /// Whether the output is written, or only followed.
@@ -159,7 +168,13 @@ impl Copy {
                 Some(Event::Output(output)) => {
                     self.written_to = Some(output.offset + output.data.len() as u64);
                     if self.print {
-                        self.write(&output.data)?;
+                        match &mut self.queries {
+                            Some(queries) => {
+                                let shown = queries.shown(output.offset, &output.data);
+                                quiet_on_closed(self.stdout.write_all(&shown))?;
+                            }
+                            None => self.write(&output.data)?,
+                        }
                     }
                 }
                 Some(Event::Truncated(gap)) if !self.print => self.written_to = Some(gap.to_offset),

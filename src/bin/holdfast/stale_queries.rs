@@ -40,6 +40,12 @@ impl History {
         }
     }
 
+    /// Output all of which is taken as history: for a terminal that takes
+    /// no keys for the session (`holdfast logs`).
+    pub fn all() -> Self {
+        Self::new(Some(u64::MAX))
+    }
+
     /// The history of the stream `answer` opened, from its metadata.
     pub fn of<T>(answer: &tonic::Response<T>) -> Self {
         Self::new(holdfast::proto::live_offset(answer.metadata()))
@@ -56,7 +62,7 @@ impl History {
         for &byte in history {
             self.read(byte, &mut shown);
         }
-        if offset + data.len() as u64 >= live_from {
+        if offset.saturating_add(data.len() as u64) >= live_from {
             // Live from here on: a sequence still open ends in live output.
             self.live_from = None;
             shown.extend_from_slice(live);
