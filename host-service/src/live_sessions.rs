@@ -43,7 +43,7 @@ pub struct LiveSession {
     pub workspace_id: String,
     /// OSC title from the daemon, else the last known or given title.
     pub title: String,
-    /// The title given at creation.
+    /// The title given at creation, or by a rename since.
     pub name: String,
     /// Whether this process has an attach stream open to it.
     pub attached: bool,

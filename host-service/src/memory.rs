@@ -40,6 +40,15 @@ pub struct MemorySession {
 }
 
 impl MemorySession {
+    /// Its new name, and title too while that is the old name (its
+    /// program set none).
+    fn rename(&mut self, name: &str) {
+        if self.title == self.name {
+            name.clone_into(&mut self.title);
+        }
+        name.clone_into(&mut self.name);
+    }
+
     /// Records what the daemon last said of the session.
     pub fn refresh(&mut self, title: &str, pid: u32, cols: u32, rows: u32) {
         if !title.is_empty() && self.title != title {
@@ -58,6 +67,9 @@ struct Inner {
     /// Sessions on their way into `sessions`, by a creation or by an
     /// adoption, with what befell them meanwhile.
     pending: HashMap<String, Pending>,
+    /// New names given to pending sessions, whose registrations may carry
+    /// the names they read before.
+    renamed: HashMap<String, String>,
     /// Counts changes to `sessions`, so a list made from them can tell
     /// whether it still holds.
     generation: u64,
@@ -97,6 +109,7 @@ impl Inner {
         let settled = *pending;
         if !pending.creating && pending.adoptions == 0 {
             self.pending.remove(session_id);
+            self.renamed.remove(session_id);
         }
         Some(settled)
     }
@@ -196,11 +209,11 @@ impl Memory {
     /// the session is registered: a list may show it from its row.
     pub fn rename(&self, session_id: &str, name: &str) {
         let mut inner = self.inner();
+        if inner.pending.contains_key(session_id) {
+            inner.renamed.insert(session_id.to_owned(), name.to_owned());
+        }
         if let Some(session) = inner.sessions_mut().get_mut(session_id) {
-            if session.title == session.name {
-                name.clone_into(&mut session.title);
-            }
-            name.clone_into(&mut session.name);
+            session.rename(name);
         }
     }
 
@@ -336,7 +349,7 @@ impl Adoption {
     /// stamped or it exited since the adoption began (then it stays out of
     /// memory: out of every list, or listed alive although it is not).
     /// Whether it is registered now.
-    pub fn register(self, session: MemorySession) -> bool {
+    pub fn register(self, mut session: MemorySession) -> bool {
         let mut inner = self.memory.inner();
         if !inner
             .pending
@@ -344,6 +357,10 @@ impl Adoption {
             .is_none_or(Pending::may_register)
         {
             return false;
+        }
+        // Renamed since its row was read.
+        if let Some(name) = inner.renamed.get(&self.session_id) {
+            session.rename(name);
         }
         inner
             .sessions_mut()
@@ -541,6 +558,24 @@ mod tests {
         assert!(memory.contains("s"), "kept while its stream is open");
         drop(guard);
         assert!(!memory.contains("s"));
+    }
+
+    #[test]
+    fn a_session_renamed_while_being_adopted_is_registered_renamed() {
+        let memory = Arc::new(Memory::default());
+        let adoption = memory.begin_adopt("a");
+        // Its row was read with the old name; then it is renamed.
+        memory.rename("a", "new");
+        let read = MemorySession {
+            name: "old".into(),
+            title: "old".into(),
+            ..session("a")
+        };
+        assert!(adoption.register(read));
+        let inner = memory.inner();
+        let registered = &inner.sessions["a"];
+        assert_eq!((&*registered.name, &*registered.title), ("new", "new"));
+        assert!(inner.renamed.is_empty(), "nothing left behind");
     }
 
     #[test]

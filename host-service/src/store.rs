@@ -126,7 +126,8 @@ pub struct SessionRow {
     pub status: String,
     /// Whether lists show it.
     pub listed: bool,
-    /// The title given at creation.
+    /// The title given at creation, or by a rename since: the session's
+    /// name.
     pub title: String,
     /// argv as a JSON array.
     pub argv: String,

@@ -33,11 +33,8 @@ const sessionRows = element<HTMLTableSectionElement>("sessions");
 const viewing = element<HTMLHeadingElement>("viewing");
 const screen = element<HTMLDivElement>("terminal");
 
-const terminal = new Terminal({ convertEol: false, scrollback: 5000 });
-const fit = new FitAddon();
-terminal.loadAddon(fit);
-terminal.open(screen);
-fit.fit();
+let terminal: Terminal;
+let fit: FitAddon;
 
 /**
  * The session shown: the token of its attach stream
@@ -64,29 +61,51 @@ let attached:
  */
 let replaying = false;
 const stale = () => replaying;
-for (const id of [
-  { final: "c" }, // device attributes
-  { prefix: ">", final: "c" },
-  { prefix: "=", final: "c" },
-  { final: "n" }, // device status, cursor position
-  { prefix: "?", final: "n" },
-  { intermediates: "$", final: "p" }, // DECRQM
-  { prefix: "?", intermediates: "$", final: "p" },
-  { prefix: ">", final: "q" }, // XTVERSION
-  { prefix: "?", final: "u" }, // kitty keyboard flags
-]) {
-  terminal.parser.registerCsiHandler(id, stale);
-}
 const WINDOW_REPORTS = [11, 13, 14, 15, 16, 18, 19, 20, 21];
-terminal.parser.registerCsiHandler(
-  { final: "t" },
-  (params) => replaying && WINDOW_REPORTS.includes(Number(params[0])),
-);
-for (const id of [{ intermediates: "$", final: "q" }, { intermediates: "+", final: "q" }]) {
-  terminal.parser.registerDcsHandler(id, stale); // DECRQSS, XTGETTCAP
-}
-for (const osc of [4, 5, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 52]) {
-  terminal.parser.registerOscHandler(osc, (data) => replaying && data.split(";").includes("?"));
+
+/**
+ * A terminal of its own for each session attached, so that nothing the
+ * last one had yet to read (xterm.js reads what it is given later) ends
+ * up in this one, nor its modes: the old one goes, with what it held.
+ */
+function newTerminal() {
+  terminal?.dispose();
+  replaying = false;
+  terminal = new Terminal({ convertEol: false, scrollback: 5000 });
+  fit = new FitAddon();
+  terminal.loadAddon(fit);
+  for (const id of [
+    { final: "c" }, // device attributes
+    { prefix: ">", final: "c" },
+    { prefix: "=", final: "c" },
+    { final: "n" }, // device status, cursor position
+    { prefix: "?", final: "n" },
+    { intermediates: "$", final: "p" }, // DECRQM
+    { prefix: "?", intermediates: "$", final: "p" },
+    { prefix: ">", final: "q" }, // XTVERSION
+    { prefix: "?", final: "u" }, // kitty keyboard flags
+    { final: "x" }, // DECREQTPARM
+  ]) {
+    terminal.parser.registerCsiHandler(id, stale);
+  }
+  terminal.parser.registerCsiHandler(
+    { final: "t" },
+    (params) => replaying && WINDOW_REPORTS.includes(Number(params[0])),
+  );
+  for (const id of [{ intermediates: "$", final: "q" }, { intermediates: "+", final: "q" }]) {
+    terminal.parser.registerDcsHandler(id, stale); // DECRQSS, XTGETTCAP
+  }
+  for (const osc of [4, 5, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 52]) {
+    terminal.parser.registerOscHandler(osc, (data) => replaying && data.split(";").includes("?"));
+  }
+  terminal.onData((keys) => {
+    if (!attached || attached.ended) return;
+    typed += keys;
+    if (!sending) void sendKeys();
+  });
+  terminal.onResize(() => void sendSize());
+  terminal.open(screen);
+  fit.fit();
 }
 
 /** Shows output at `offset` of the session `shown`, its history apart. */
@@ -181,7 +200,7 @@ async function attach(sessionId: string) {
   typed = "";
   viewing.textContent = sessionId;
   delete screen.dataset.size;
-  terminal.reset();
+  newTerminal();
   try {
     const events = terminals.attachSession(
       { sessionId, fromOffset: 0n },
@@ -271,9 +290,10 @@ function joined(a: Uint8Array, b: Uint8Array): Uint8Array {
 /**
  * Sends what is typed to the session shown, in order. A write refused
  * because the program has not read what came before
- * (`RESOURCE_EXHAUSTED`: nothing of it was taken) goes again, sooner than
- * what was typed since; another refusal drops what waits, which would
- * reach the program with a gap.
+ * (`RESOURCE_EXHAUSTED`: nothing of it was taken) goes again, before what
+ * was typed since, for as long as the program does not read (as keys wait
+ * in a terminal's input queue); a refusal of any other kind drops what
+ * waits, which would reach the program with a gap.
  */
 async function sendKeys() {
   const shown = attached;
@@ -306,12 +326,7 @@ async function sendKeys() {
   if (typed && attached) void sendKeys();
 }
 
-terminal.onData((keys) => {
-  if (!attached || attached.ended) return;
-  typed += keys;
-  if (!sending) void sendKeys();
-});
-terminal.onResize(() => void sendSize());
+newTerminal();
 new ResizeObserver(() => fit.fit()).observe(screen);
 
 workspaceSelect.addEventListener("change", () => void refresh());

@@ -277,6 +277,7 @@ async fn relay(
                         }
                         Some(pb::attach_session_response::Event::Truncated(gap)) => {
                             shown_to = Some(gap.to_offset);
+                            history.gap();
                             write!(stdout, "\r\n[holdfast: {} bytes of earlier output are no longer held]\r\n", gap.to_offset - gap.from_offset)?;
                             continue;
                         }
@@ -293,11 +294,16 @@ async fn relay(
                 // The host-service went away (an update, a crash): the
                 // session runs on under the daemon.
                 tracing::debug!(%lost, "attaching again");
-                match reattach(clients, &session_id, shown_to, &mut keyboard, &mut ends).await? {
-                    Reattached::Events(events, token, its_history) => {
+                // From the first byte not shown: held back, a sequence is
+                // read again whole.
+                let from = shown_to.map(|to| to - history.held_back());
+                match reattach(clients, &session_id, from, &mut keyboard, &mut ends).await? {
+                    Reattached::Events(events, token) => {
                         stream = events;
                         attachment = token;
-                        history = *its_history;
+                        // This terminal was here all along: what the
+                        // program wrote meanwhile is live to it.
+                        history = History::new(None);
                         typing = Typing::new(attachment.clone());
                         resize_to_terminal(clients, &session_id, &attachment, false).await;
                         // Keys typed meanwhile, in order.
@@ -500,8 +506,8 @@ impl HeldKeys {
 
 /// How attaching again ended.
 enum Reattached {
-    /// The stream, its attachment's token and its history.
-    Events(Events, String, Box<History>),
+    /// The stream, and its attachment's token.
+    Events(Events, String),
     Detached,
     GaveUp(tonic::Status),
 }
@@ -534,11 +540,9 @@ async fn reattach(
         match answer {
             Ok(events) => {
                 let attachment = attachment_of(&events);
-                let history = Box::new(History::of(&events));
                 return Ok(Reattached::Events(
                     Box::pin(events.into_inner()),
                     attachment,
-                    history,
                 ));
             }
             Err(status) if !is_verdict(&status) && Instant::now() < give_up => {}

@@ -54,12 +54,16 @@ pub async fn logs(
     loop {
         let request = pb::AttachSessionRequest {
             session_id: session_id.clone(),
-            from_offset: out.written_to,
+            from_offset: out.resume_from(),
             until_now: !follow,
             // Waiting is no reason to hold the program up, or to count it
             // as attached; following to print it all, it is (nothing lost).
             watch: reading == Reading::Wait,
         };
+        if let Some(queries) = &mut out.queries {
+            // What it held back comes again, from its first byte.
+            queries.gap();
+        }
         let failure = match clients.terminals.attach_session(request).await {
             Ok(events) => {
                 if !follow
@@ -180,6 +184,9 @@ impl Copy {
                 Some(Event::Truncated(gap)) if !self.print => self.written_to = Some(gap.to_offset),
                 Some(Event::Truncated(gap)) => {
                     self.written_to = Some(gap.to_offset);
+                    if let Some(queries) = &mut self.queries {
+                        queries.gap();
+                    }
                     self.flush()?;
                     eprintln!(
                         "[holdfast: {} bytes of earlier output are no longer held]",
@@ -190,8 +197,20 @@ impl Copy {
                 Some(Event::Title(_)) | None => {}
             }
         };
+        if let (Copied::Ended(_), Some(queries)) = (&copied, &mut self.queries) {
+            // Nothing more comes: a sequence left open is printed as it is.
+            let rest = queries.finish();
+            self.write(&rest)?;
+        }
         self.flush()?;
         Ok((copied, received))
+    }
+
+    /// Where to go on from: after the last byte written, or, of a sequence
+    /// held back unfinished, its first.
+    fn resume_from(&self) -> Option<u64> {
+        let held = self.queries.as_ref().map_or(0, History::held_back);
+        self.written_to.map(|to| to - held)
     }
 
     fn write(&mut self, data: &[u8]) -> anyhow::Result<()> {

@@ -135,7 +135,8 @@ enum Command {
         /// Its new name.
         name: String,
     },
-    /// Print a session's output so far, as its program wrote it, without
+    /// Print a session's output so far, as its program wrote it (to a
+    /// terminal, without the queries a terminal would answer), without
     /// attaching to it; `-f` follows it to its exit.
     Logs {
         /// The session: its id, a unique start of it, its name or its title.
@@ -362,7 +363,10 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     if let Command::Completions { shell } = cli.command {
         // Needs no host-service.
         let mut command = <Cli as clap::CommandFactory>::command();
-        clap_complete::generate(shell, &mut command, "holdfast", &mut std::io::stdout());
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut command, "holdfast", &mut script);
+        // Written as `say!` writes, so `| head` ends it quietly.
+        say!("{}", String::from_utf8_lossy(&script).trim_end());
         return Ok(0);
     }
     let mut clients = connect(&cli.addr, cli.auth_token.as_deref()).await?;

@@ -73,41 +73,84 @@ impl History {
         Cow::Owned(shown)
     }
 
+    /// Bytes of history taken in but not shown yet (an escape sequence
+    /// open at the end of the last chunk): where to attach again from is
+    /// that many bytes before the end of what came.
+    pub fn held_back(&self) -> u64 {
+        self.held.len() as u64
+    }
+
+    /// Output was lost between the last chunk and the next: what was
+    /// read of a sequence it cut is dropped, and reading starts afresh.
+    pub fn gap(&mut self) {
+        *self = Self::new(self.live_from);
+    }
+
+    /// What is still held back, once no more output will come.
+    pub fn finish(&mut self) -> Vec<u8> {
+        self.start = None;
+        std::mem::take(&mut self.held)
+    }
+
     /// Adds `byte` of history to `shown`, and takes out the query it ends.
     fn read(&mut self, byte: u8, shown: &mut Vec<u8>) {
-        // An ESC begins a sequence, and may end a string (OSC, DCS) as
-        // the first byte of its terminator.
-        let ended_by_it = if byte == 0x1b { self.start } else { None };
-        if byte == 0x1b {
-            self.start = Some(shown.len());
+        // ENQ asks for the terminal's answerback (PuTTY answers it).
+        if byte == 0x05 && self.start.is_none() {
+            return;
         }
+        let at = shown.len();
         shown.push(byte);
         self.seen.ended = false;
         self.seen.query = false;
+        self.seen.terminator = false;
         self.seen.after_query = std::mem::take(&mut self.terminator_left);
         self.parser.advance(&mut self.seen, &[byte]);
+        if byte == 0x1b {
+            match (self.start, self.seen.ended) {
+                // It ended a string (OSC, DCS) begun at `began`, as the
+                // first byte of its terminator: a query goes, the ESC
+                // stays, and its `\` goes after it.
+                (Some(began), true) => {
+                    if self.seen.query {
+                        shown.drain(began..at);
+                        self.start = Some(began);
+                        self.terminator_left = true;
+                    } else {
+                        self.start = Some(at);
+                    }
+                }
+                // It cut a sequence short: what was read of that one
+                // does nothing, and goes with the next if that is a query.
+                (Some(_), false) => {}
+                (None, _) => self.start = Some(at),
+            }
+            return;
+        }
         if !self.seen.ended {
             return;
         }
-        match ended_by_it {
-            // A string this ESC ended: it goes, the ESC stays.
-            Some(began) => {
-                if self.seen.query {
-                    shown.drain(began..shown.len() - 1);
-                    self.start = Some(began);
-                    self.terminator_left = true;
-                }
-            }
-            None => {
-                if self.seen.query
-                    && let Some(began) = self.start
-                {
-                    shown.truncate(began);
-                }
-                self.start = None;
-            }
+        if let Some(began) = self.start
+            && (self.seen.query
+                || (self.seen.terminator && is_kitty_graphics_query(&shown[began..])))
+        {
+            shown.truncate(began);
         }
+        self.start = None;
     }
+}
+
+/// Whether `apc` (`ESC _ G control ; payload ESC \`) is a kitty graphics
+/// query (`a=q`), which image tools send to probe the terminal (vte reads
+/// APC strings without telling).
+fn is_kitty_graphics_query(apc: &[u8]) -> bool {
+    let Some(control) = apc.strip_prefix(b"\x1b_G") else {
+        return false;
+    };
+    let control = control
+        .split(|&byte| byte == b';')
+        .next()
+        .unwrap_or_default();
+    control.split(|&byte| byte == b',').any(|key| key == b"a=q")
 }
 
 /// What the parser saw in the last byte (and a DCS query it is inside).
@@ -119,6 +162,8 @@ struct Seen {
     query: bool,
     /// The byte before ended a query on the `ESC` of a terminator.
     after_query: bool,
+    /// What ended was a string terminator (`ESC \`).
+    terminator: bool,
     /// A DCS query (`DCS $ q`, `DCS + q`) is being read, since an
     /// earlier byte.
     dcs_query: bool,
@@ -146,9 +191,23 @@ impl vte::Perform for Seen {
     }
 
     fn osc_dispatch(&mut self, params: &[&[u8]], _: bool) {
-        // OSC 4 ; n ; ?, OSC 10 ; ?, OSC 52 ; c ; ?: any `?` after the number.
         self.ended = true;
-        self.query = params.iter().skip(1).any(|param| *param == b"?");
+        let Some((number, rest)) = params.split_first() else {
+            return;
+        };
+        self.query = match *number {
+            // Colours (OSC 4 ; n ; ?, OSC 10 ; ?, ...) and the clipboard
+            // (OSC 52 ; c ; ?).
+            b"4" | b"5" | b"10" | b"11" | b"12" | b"13" | b"14" | b"15" | b"16" | b"17" | b"18"
+            | b"19" | b"52" => rest.iter().any(|param| *param == b"?"),
+            // kitty's colours (OSC 21 ; key=? ...).
+            b"21" => rest.iter().any(|param| param.ends_with(b"=?")),
+            // iTerm2's reports.
+            b"1337" => rest
+                .first()
+                .is_some_and(|param| param.starts_with(b"Report")),
+            _ => false,
+        };
     }
 
     fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], _: bool, action: char) {
@@ -166,6 +225,17 @@ impl vte::Perform for Seen {
             (b"$" | b"?$", 'p') => true,
             // XTVERSION; the kitty keyboard flags; xterm's key modifiers.
             (b">", 'q') | (b"?", 'u') | (b"?", 'm') => true,
+            // DECREQTPARM; DECRQCRA (a checksum of a rectangle);
+            // DECRQPSR and DECRQTSR (presentation and terminal state).
+            (b"", 'x') | (b"*", 'y') | (b"$", 'w') | (b"$", 'u') => true,
+            // XTSMGRAPHICS, reading (sixel colours and sizes).
+            (b"?", 'S') => {
+                let action = params
+                    .iter()
+                    .nth(1)
+                    .and_then(|param| param.first().copied());
+                matches!(action, Some(1 | 4))
+            }
             // XTWINOPS reports: sizes, positions, state, titles.
             (b"", 't') => matches!(first, Some(11 | 13 | 14 | 15 | 16 | 18 | 19 | 20 | 21)),
             _ => false,
@@ -182,6 +252,7 @@ impl vte::Perform for Seen {
                 b'\\' => self.after_query,
                 _ => false,
             };
+        self.terminator = intermediates.is_empty() && byte == b'\\';
     }
 }
 
@@ -219,6 +290,51 @@ mod tests {
             shown(history.len() as u64, &[history]),
             b"<||||\x1b]0;title\x07|>".as_slice()
         );
+    }
+
+    #[test]
+    fn what_is_no_query_stays_and_what_a_cut_sequence_left_goes_with_the_query() {
+        let cases: &[(&[u8], &[u8])] = &[
+            // A CSI cut short by the query: both go, the text stays.
+            (b"a\x1b[1\x1b[6nbc", b"abc"),
+            (b"\x1b\x1b[6nX", b"X"),
+            // A query passed through tmux to the terminal outside.
+            (b"\x1bPtmux;\x1b\x1b[c\x1b\\", b"\x1bPtmux;\x1b\\"),
+            // Titles that happen to be "?" are no queries.
+            (b"\x1b]2;?\x07", b"\x1b]2;?\x07"),
+            // kitty graphics: a query goes, an image stays.
+            (b"<\x1b_Gi=31,a=q;AAAA\x1b\\>", b"<>"),
+            (
+                b"<\x1b_Ga=T,f=100;AAAA\x1b\\>",
+                b"<\x1b_Ga=T,f=100;AAAA\x1b\\>",
+            ),
+            // ENQ; sixel colours read and set.
+            (b"a\x05b", b"ab"),
+            (b"\x1b[?1;1;0S\x1b[?1;3;256S", b"\x1b[?1;3;256S"),
+            // A partial UTF-8 character before a query.
+            (b"\xe2\x1b[6n!", b"\xe2!"),
+        ];
+        for (history, expected) in cases {
+            assert_eq!(
+                shown(history.len() as u64, &[history]),
+                *expected,
+                "{:?}",
+                String::from_utf8_lossy(history)
+            );
+        }
+    }
+
+    #[test]
+    fn what_is_held_back_is_counted_and_given_up_at_the_end() {
+        let mut history = History::all();
+        assert_eq!(&*history.shown(0, b"text\x1b[38;5"), b"text");
+        assert_eq!(history.held_back(), 6);
+        assert_eq!(history.finish(), b"\x1b[38;5");
+        // After a gap, nothing of before is held or read on.
+        assert_eq!(&*history.shown(10, b"\x1b]11"), b"");
+        history.gap();
+        assert_eq!(history.held_back(), 0);
+        assert_eq!(&*history.shown(20, b"2c"), b"2c");
     }
 
     #[test]
