@@ -34,6 +34,16 @@ pub const LOOK_METADATA: &str = "holdfast-until-now";
 /// `host-service/src/client_sizes.rs`).
 pub const ATTACHMENT_METADATA: &str = "holdfast-attachment";
 
+/// `ATTACHMENT_METADATA` of a response; empty if it carries none (a
+/// host-service older than it, or a stream that names no client).
+pub fn attachment_token(metadata: &tonic::metadata::MetadataMap) -> String {
+    metadata
+        .get(ATTACHMENT_METADATA)
+        .and_then(|token| token.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
 /// Response metadata of every attach stream that follows its session (the
 /// daemon's `Attach` and `Start`, the host's `AttachSession` and
 /// `StartSession`): the session's output offset when the stream opened.
@@ -52,6 +62,21 @@ pub fn live_offset(metadata: &tonic::metadata::MetadataMap) -> Option<u64> {
         .ok()?
         .parse()
         .ok()
+}
+
+/// `response` with `LIVE_OFFSET_METADATA` set to `live_from`, if it is
+/// known.
+pub fn with_live_offset<T>(
+    mut response: tonic::Response<T>,
+    live_from: Option<u64>,
+) -> tonic::Response<T> {
+    if let Some(live_from) = live_from {
+        response.metadata_mut().insert(
+            LIVE_OFFSET_METADATA,
+            tonic::metadata::MetadataValue::from(live_from),
+        );
+    }
+    response
 }
 
 /// The environment variable that names the session a program runs in: the

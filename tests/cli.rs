@@ -829,48 +829,15 @@ async fn attach_goes_on_across_a_host_service_restart() {
 
     // Attached again, the CLI resizes under its new stream's token: when
     // it detaches, the session goes back to another client's size.
-    use holdfast::proto::host::v1 as pb;
-    let mut terminals = host.terminals.clone();
-    let desk = terminals
-        .attach_session(pb::AttachSessionRequest {
-            session_id: target.session_id.clone(),
-            ..Default::default()
-        })
-        .await
-        .expect("attach");
-    let token = attachment_of(&desk);
+    let id = target.session_id.as_str();
+    let (token, desk) = host.attach_client(id).await;
     assert!(!token.is_empty(), "a token");
-    let resize =
-        |session_id: &str, (cols, rows): (u32, u32), attachment: &str| pb::ResizeSessionRequest {
-            session_id: session_id.to_owned(),
-            cols,
-            rows,
-            attachment: attachment.to_owned(),
-            ..Default::default()
-        };
-    let at = |size: (u32, u32)| {
-        let id = target.session_id.clone();
-        move |list: &pb::ListSessionsResponse| {
-            list.sessions
-                .iter()
-                .any(|s| s.session_id == id && (s.cols, s.rows) == size)
-        }
-    };
-    terminals
-        .resize_session(resize(&target.session_id, (150, 45), &token))
-        .await
-        .expect("the desk's resize");
-    host.list_until("the desk's size", &workspace, at((150, 45)))
-        .await;
-    terminals
-        .resize_session(resize(&viewer, (101, 31), ""))
-        .await
-        .expect("resize the CLI's terminal");
-    host.list_until("the CLI's size", &workspace, at((101, 31)))
-        .await;
+    host.resize_as(id, &token, (150, 45)).await;
+    host.size_until(&workspace, id, (150, 45)).await;
+    host.resize_as(&viewer, "", (101, 31)).await;
+    host.size_until(&workspace, id, (101, 31)).await;
     host.write_input(&viewer, "\u{1d}").await;
-    host.list_until("the desk's size again", &workspace, at((150, 45)))
-        .await;
+    host.size_until(&workspace, id, (150, 45)).await;
     drop(desk);
 }
 
@@ -1421,39 +1388,12 @@ async fn lookups_refuse_a_list_from_memory() {
 /// keeping the size of a terminal no longer showing it.
 #[tokio::test]
 async fn detaching_gives_the_session_back_to_the_size_of_a_client_still_attached() {
-    use holdfast::proto::host::v1 as pb;
     let (_home, mut host, workspace, target) = host_running("sizes", "exec cat").await;
-    let mut terminals = host.terminals.clone();
-    let desk = terminals
-        .attach_session(pb::AttachSessionRequest {
-            session_id: target.session_id.clone(),
-            ..Default::default()
-        })
-        .await
-        .expect("attach");
-    let token = attachment_of(&desk);
+    let id = target.session_id.as_str();
+    let (token, desk) = host.attach_client(id).await;
     assert!(!token.is_empty(), "an attachment token");
-    let desk_resizes = pb::ResizeSessionRequest {
-        session_id: target.session_id.clone(),
-        cols: 150,
-        rows: 45,
-        attachment: token,
-        ..Default::default()
-    };
-    terminals
-        .resize_session(desk_resizes.clone())
-        .await
-        .expect("resize");
-    let at = |size: (u32, u32)| {
-        let id = target.session_id.clone();
-        move |list: &pb::ListSessionsResponse| {
-            list.sessions
-                .iter()
-                .any(|s| s.session_id == id && (s.cols, s.rows) == size)
-        }
-    };
-    host.list_until("the desk's size", &workspace, at((150, 45)))
-        .await;
+    host.resize_as(id, &token, (150, 45)).await;
+    host.size_until(&workspace, id, (150, 45)).await;
 
     // The CLI, in a terminal of 90x28.
     let cli = binary("holdfast");
@@ -1464,32 +1404,18 @@ async fn detaching_gives_the_session_back_to_the_size_of_a_client_still_attached
             "--addr",
             &host.address,
             "attach",
-            &target.session_id,
+            id,
         ],
     );
     (viewer.cols, viewer.rows) = (90, 28);
     let viewer = host.create_session(viewer).await;
-    host.list_until("the CLI's size", &workspace, at((90, 28)))
-        .await;
+    host.size_until(&workspace, id, (90, 28)).await;
     // The desk resizes; then typing in the CLI gives the session its size.
-    terminals
-        .resize_session(desk_resizes)
-        .await
-        .expect("resize");
-    host.list_until("the desk's size", &workspace, at((150, 45)))
-        .await;
+    host.resize_as(id, &token, (150, 45)).await;
+    host.size_until(&workspace, id, (150, 45)).await;
     host.write_input(&viewer.session_id, "typed").await;
-    host.list_until("the typing CLI's size", &workspace, at((90, 28)))
-        .await;
-    host.terminals
-        .write_input(pb::WriteInputRequest {
-            session_id: viewer.session_id.clone(),
-            data: vec![0x1d].into(),
-            ..Default::default()
-        })
-        .await
-        .expect("Ctrl-]");
-    host.list_until("the desk's size again", &workspace, at((150, 45)))
-        .await;
+    host.size_until(&workspace, id, (90, 28)).await;
+    host.write_input(&viewer.session_id, "\u{1d}").await;
+    host.size_until(&workspace, id, (150, 45)).await;
     drop(desk);
 }

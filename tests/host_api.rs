@@ -589,47 +589,6 @@ async fn start_session_streams_a_new_session_from_its_first_byte() {
     );
 }
 
-/// A look at a session (`until_now`): its output from `from_offset` (each
-/// chunk where the last ended) and its exit, if it sends one. The stream
-/// must end by itself.
-async fn look(
-    host: &HostService,
-    session_id: &str,
-    from_offset: Option<u64>,
-) -> Result<(Vec<u8>, Option<pb::Exited>), tonic::Status> {
-    use pb::attach_session_response::Event;
-    let request = pb::AttachSessionRequest {
-        session_id: session_id.to_owned(),
-        from_offset,
-        until_now: true,
-        ..Default::default()
-    };
-    let stream = host.terminals.clone().attach_session(request).await?;
-    let says_so = stream.metadata().get(holdfast::proto::LOOK_METADATA);
-    assert!(says_so.is_some(), "a look says it is one");
-    let mut stream = stream.into_inner();
-    let read = async {
-        let (mut text, mut exited) = (Vec::new(), None);
-        let mut next_offset = from_offset;
-        while let Some(message) = stream.message().await? {
-            match message.event {
-                Some(Event::Output(output)) => {
-                    let expected = *next_offset.get_or_insert(output.offset);
-                    assert_eq!(output.offset, expected, "output follows on");
-                    next_offset = Some(output.offset + output.data.len() as u64);
-                    text.extend_from_slice(&output.data);
-                }
-                Some(Event::Exited(exit)) => exited = Some(exit),
-                _ => assert!(exited.is_none(), "the exit is last"),
-            }
-        }
-        Ok((text, exited))
-    };
-    tokio::time::timeout(PATIENCE, read)
-        .await
-        .expect("a look ends by itself")
-}
-
 #[tokio::test]
 async fn a_look_sends_the_output_so_far_and_ends_without_attaching() {
     let home = HostHome::new();
@@ -723,13 +682,7 @@ async fn a_look_sends_the_output_so_far_and_ends_without_attaching() {
         (&b"bye\r\n"[..], Some(3))
     );
 
-    host.terminals
-        .dispose_session(pb::DisposeSessionRequest {
-            session_id: silent.session_id.clone(),
-            ..Default::default()
-        })
-        .await
-        .expect("dispose");
+    host.dispose(&silent.session_id).await;
     let refused = look(&host, &silent.session_id, None).await;
     assert_eq!(refused.map_err(|s| s.code()).err(), Some(Code::NotFound));
     let refused = look(&host, &uuid_like(), None).await;
@@ -2021,31 +1974,6 @@ async fn a_session_goes_back_to_the_size_of_a_client_still_attached() {
     let home = HostHome::new();
     let mut host = home.start(&[]).await;
     let workspace = host.create_workspace("sizes").await.workspace_id;
-    let terminals = host.terminals.clone();
-    let attach = |session_id: &str| {
-        let mut terminals = terminals.clone();
-        let request = pb::AttachSessionRequest {
-            session_id: session_id.to_owned(),
-            ..Default::default()
-        };
-        async move {
-            let answer = terminals.attach_session(request).await.expect("attach");
-            (attachment_of(&answer), answer.into_inner())
-        }
-    };
-    let resize = |session_id: &str, attachment: &str, (cols, rows): (u32, u32)| {
-        let mut terminals = terminals.clone();
-        let request = pb::ResizeSessionRequest {
-            session_id: session_id.to_owned(),
-            cols,
-            rows,
-            attachment: attachment.to_owned(),
-            ..Default::default()
-        };
-        async move {
-            terminals.resize_session(request).await.expect("resize");
-        }
-    };
 
     // Started at 120x40 by its first client.
     let mut start = session_request(&workspace, &["sleep", "1000"]);
@@ -2070,11 +1998,11 @@ async fn a_session_goes_back_to_the_size_of_a_client_still_attached() {
     };
     let id = session.session_id.as_str();
 
-    let (desk, desk_stream) = attach(id).await;
-    resize(id, &desk, (200, 50)).await;
-    let (phone, phone_stream) = attach(id).await;
-    resize(id, &phone, (60, 20)).await;
-    size_until(&host, &workspace, id, (60, 20)).await;
+    let (desk, desk_stream) = host.attach_client(id).await;
+    host.resize_as(id, &desk, (200, 50)).await;
+    let (phone, phone_stream) = host.attach_client(id).await;
+    host.resize_as(id, &phone, (60, 20)).await;
+    host.size_until(&workspace, id, (60, 20)).await;
 
     // Typing is activity: the session takes the typing client's size.
     host.terminals
@@ -2085,7 +2013,7 @@ async fn a_session_goes_back_to_the_size_of_a_client_still_attached() {
         })
         .await
         .expect("the desk types");
-    size_until(&host, &workspace, id, (200, 50)).await;
+    host.size_until(&workspace, id, (200, 50)).await;
     let mut typed = send_input(
         &host,
         pb::SendInputRequest {
@@ -2096,7 +2024,7 @@ async fn a_session_goes_back_to_the_size_of_a_client_still_attached() {
     )
     .await
     .expect("the phone types");
-    size_until(&host, &workspace, id, (60, 20)).await;
+    host.size_until(&workspace, id, (60, 20)).await;
     host.terminals
         .write_input(pb::WriteInputRequest {
             session_id: id.to_owned(),
@@ -2105,18 +2033,18 @@ async fn a_session_goes_back_to_the_size_of_a_client_still_attached() {
         })
         .await
         .expect("the starting client types");
-    size_until(&host, &workspace, id, (120, 40)).await;
+    host.size_until(&workspace, id, (120, 40)).await;
     // The stream's later messages are the same client's.
     typed
         .send(keys("", b"z"))
         .await
         .expect("more from the phone");
-    size_until(&host, &workspace, id, (60, 20)).await;
+    host.size_until(&workspace, id, (60, 20)).await;
     drop(typed);
 
     // The starting client typed after the desk did: its size comes back.
     drop(phone_stream);
-    size_until(&host, &workspace, id, (120, 40)).await;
+    host.size_until(&workspace, id, (120, 40)).await;
     drop(desk_stream);
 
     // Onlookers are no clients with a size.
@@ -2154,19 +2082,9 @@ async fn a_session_goes_back_to_the_size_of_a_client_still_attached() {
         "holdfast-attachment",
     );
     expect_field(&refused, "attachment");
-    resize(id, &phone, (81, 25)).await;
-    size_until(&host, &workspace, id, (81, 25)).await;
+    host.resize_as(id, &phone, (81, 25)).await;
+    host.size_until(&workspace, id, (81, 25)).await;
     drop(started);
-}
-
-/// Waits until the session's listed size is `size`.
-async fn size_until(host: &HostService, workspace: &str, id: &str, size: (u32, u32)) {
-    host.list_until(&format!("{id} at {size:?}"), workspace, |list| {
-        list.sessions
-            .iter()
-            .any(|s| s.session_id == id && (s.cols, s.rows) == size)
-    })
-    .await;
 }
 
 /// `RenameSession` gives a session a new name, as tmux's rename-session
@@ -2256,13 +2174,7 @@ async fn rename_session_renames_and_refuses_what_it_cannot() {
         Code::NotFound,
         "no session with id",
     );
-    terminals
-        .dispose_session(pb::DisposeSessionRequest {
-            session_id: id.clone(),
-            ..Default::default()
-        })
-        .await
-        .expect("dispose");
+    host.dispose(&id).await;
     expect_status(
         terminals.rename_session(rename("fourth")).await,
         Code::NotFound,

@@ -116,14 +116,7 @@ impl World {
             }
             Step::Dispose(n) => {
                 let Some(i) = self.pick(n) else { return };
-                self.host
-                    .terminals
-                    .dispose_session(pb::DisposeSessionRequest {
-                        session_id: self.sessions[i].id.clone(),
-                        ..Default::default()
-                    })
-                    .await
-                    .expect("dispose");
+                self.host.dispose(&self.sessions[i].id).await;
                 self.sessions[i].stamped = true;
             }
             Step::CloseWorkspace(workspace) => {

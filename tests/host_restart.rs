@@ -37,13 +37,7 @@ async fn background_sessions_survive_host_restarts_in_every_list() {
     let doomed = host
         .create_session(session_request(&workspace, &["sleep", "1000"]))
         .await;
-    host.terminals
-        .dispose_session(pb::DisposeSessionRequest {
-            session_id: doomed.session_id.clone(),
-            ..Default::default()
-        })
-        .await
-        .expect("dispose");
+    host.dispose(&doomed.session_id).await;
     // The OSC title has reached the daemon; the name stays the one given.
     let list = host
         .list_until("the OSC title", &workspace, |list| {

@@ -132,13 +132,7 @@ async fn the_host_names_the_reason_the_field_and_the_subject() {
 
     let [session] = host.create_sessions(&workspace, [&["sleep", "1000"]]).await;
     let id = session.session_id.as_str();
-    terminals
-        .dispose_session(pb::DisposeSessionRequest {
-            session_id: id.into(),
-            ..Default::default()
-        })
-        .await
-        .expect("dispose");
+    host.dispose(id).await;
     let refused = expect_status(
         terminals
             .write_input(pb::WriteInputRequest {

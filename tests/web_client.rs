@@ -101,22 +101,8 @@ async fn the_web_page_lists_a_session_and_streams_its_output() {
 
     // Answered, the queries would have reached `cat` as typed keys, and
     // its terminal would have echoed them after the first line.
-    let mut look = host
-        .terminals
-        .attach_session(pb::AttachSessionRequest {
-            session_id: session.session_id.clone(),
-            until_now: true,
-            ..Default::default()
-        })
-        .await
-        .expect("look")
-        .into_inner();
-    let mut text = String::new();
-    while let Some(message) = look.message().await.expect("look") {
-        if let Some(pb::attach_session_response::Event::Output(output)) = message.event {
-            text.push_str(&String::from_utf8_lossy(&output.data));
-        }
-    }
+    let (text, _) = look(&host, &session.session_id, None).await.expect("look");
+    let text = String::from_utf8_lossy(&text);
     let (_, after) = text.split_once('\n').expect("the first line");
     assert!(
         after.contains("typed in the browser")

@@ -11,6 +11,7 @@ use holdfast::daemon_client::DaemonClient;
 use holdfast::error_details::{Reason, Refusal};
 use holdfast::proto::daemon::v1 as daemon;
 use holdfast::proto::host::v1 as pb;
+use holdfast::proto::with_live_offset;
 use tonic::{Code, Request, Response, Status};
 use tracing::Instrument;
 
@@ -830,7 +831,7 @@ impl TerminalService for Host {
         })
         .await?;
         // Started at its client's size; all its output is live.
-        let mut response = live(Response::new(()), Some(0));
+        let mut response = with_live_offset(Response::new(()), Some(0));
         let client = self.client_attachment(&session.session_id, guard, &mut response);
         self.sizes.resized(
             &session.session_id,
@@ -933,7 +934,7 @@ impl TerminalService for Host {
         }
         if request.watch {
             let watched: AttachStream = Box::pin(self.relay(session_id, events, None));
-            return Ok(live(Response::new(watched), live_from));
+            return Ok(with_live_offset(Response::new(watched), live_from));
         }
         let guard = self.memory.attach(&session_id);
         let store = self.store.clone();
@@ -946,7 +947,7 @@ impl TerminalService for Host {
                 tracing::warn!(session_id = %touched, %error, "recording the attach failed");
             }
         });
-        let mut response = live(Response::new(()), live_from);
+        let mut response = with_live_offset(Response::new(()), live_from);
         let client = self.client_attachment(&session_id, guard, &mut response);
         let relayed = self.relay(session_id, events, Some(client));
         Ok(response.map(|()| -> AttachStream { Box::pin(relayed) }))
@@ -1172,18 +1173,6 @@ fn event_to_proto(
         }
     });
     pb::AttachSessionResponse { event }
-}
-
-/// `response` with the offset its stream's live output begins at (see
-/// `holdfast::proto::LIVE_OFFSET_METADATA`), where the daemon said.
-fn live<T>(mut response: Response<T>, live_from: Option<u64>) -> Response<T> {
-    if let Some(live_from) = live_from {
-        response.metadata_mut().insert(
-            holdfast::proto::LIVE_OFFSET_METADATA,
-            tonic::metadata::MetadataValue::from(live_from),
-        );
-    }
-    response
 }
 
 /// An attached client's hold on its session while its stream is open: the

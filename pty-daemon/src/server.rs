@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use futures_util::{Stream, StreamExt};
 use holdfast::error_details::{Reason, Refusal};
 use holdfast::proto::daemon::v1 as pb;
+use holdfast::proto::with_live_offset;
 use rustix::process::Signal;
 use tokio::net::UnixStream;
 use tonic::{Code, Request, Response, Status};
@@ -101,7 +102,7 @@ impl PtyDaemon for DaemonService {
             })
         });
         let stream = futures_util::stream::once(async { Ok(first) }).chain(events);
-        Ok(live(Response::new(Box::pin(stream)), 0))
+        Ok(with_live_offset(Response::new(Box::pin(stream)), Some(0)))
     }
 
     async fn list(
@@ -182,9 +183,9 @@ impl PtyDaemon for DaemonService {
         // Taken first: output written meanwhile counts as live.
         let live_from = session.output_offset();
         let cursor = session.cursor(request.from_offset, !request.unpaced);
-        Ok(live(
+        Ok(with_live_offset(
             Response::new(Box::pin(attach_events(session, cursor))),
-            live_from,
+            Some(live_from),
         ))
     }
 
@@ -316,16 +317,6 @@ fn started(session: &Session) -> Result<pb::Session, Status> {
         )
         .into()
     })
-}
-
-/// `response` with the offset its stream's live output begins at (see
-/// `holdfast::proto::LIVE_OFFSET_METADATA`).
-fn live<T>(mut response: Response<T>, live_from: u64) -> Response<T> {
-    response.metadata_mut().insert(
-        holdfast::proto::LIVE_OFFSET_METADATA,
-        tonic::metadata::MetadataValue::from(live_from),
-    );
-    response
 }
 
 /// A session's events from `cursor` on, as `Attach` streams them.

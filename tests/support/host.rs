@@ -205,6 +205,61 @@ impl HostService {
             .into_inner()
     }
 
+    /// An attach stream that counts as its client's: the token its answer
+    /// names it by, and its events.
+    pub async fn attach_client(
+        &self,
+        session_id: &str,
+    ) -> (String, tonic::Streaming<pb::AttachSessionResponse>) {
+        let answer = self
+            .terminals
+            .clone()
+            .attach_session(pb::AttachSessionRequest {
+                session_id: session_id.to_owned(),
+                ..Default::default()
+            })
+            .await
+            .expect("attach");
+        (attachment_of(&answer), answer.into_inner())
+    }
+
+    /// Resizes a session as the client of `attachment` (none if empty).
+    pub async fn resize_as(&self, session_id: &str, attachment: &str, (cols, rows): (u32, u32)) {
+        self.terminals
+            .clone()
+            .resize_session(pb::ResizeSessionRequest {
+                session_id: session_id.to_owned(),
+                cols,
+                rows,
+                attachment: attachment.to_owned(),
+                ..Default::default()
+            })
+            .await
+            .expect("resize");
+    }
+
+    /// Waits until the session's listed size is `size`.
+    pub async fn size_until(&self, workspace: &str, id: &str, size: (u32, u32)) {
+        self.list_until(&format!("{id} at {size:?}"), workspace, |list| {
+            list.sessions
+                .iter()
+                .any(|s| s.session_id == id && (s.cols, s.rows) == size)
+        })
+        .await;
+    }
+
+    /// Disposes of a session, with the default signal and grace.
+    pub async fn dispose(&self, session_id: &str) {
+        self.terminals
+            .clone()
+            .dispose_session(pb::DisposeSessionRequest {
+                session_id: session_id.to_owned(),
+                ..Default::default()
+            })
+            .await
+            .expect("dispose");
+    }
+
     /// What the host-service's gRPC health service says of its daemon.
     pub async fn daemon_health(&self) -> ServingStatus {
         let status = self
@@ -388,6 +443,47 @@ pub async fn receive_host_text(
     text
 }
 
+/// A look at a session (`until_now`): its output from `from_offset` (each
+/// chunk where the last ended) and its exit, if it sends one. The stream
+/// must end by itself.
+pub async fn look(
+    host: &HostService,
+    session_id: &str,
+    from_offset: Option<u64>,
+) -> Result<(Vec<u8>, Option<pb::Exited>), tonic::Status> {
+    use pb::attach_session_response::Event;
+    let request = pb::AttachSessionRequest {
+        session_id: session_id.to_owned(),
+        from_offset,
+        until_now: true,
+        ..Default::default()
+    };
+    let stream = host.terminals.clone().attach_session(request).await?;
+    let says_so = stream.metadata().get(holdfast::proto::LOOK_METADATA);
+    assert!(says_so.is_some(), "a look says it is one");
+    let mut stream = stream.into_inner();
+    let read = async {
+        let (mut text, mut exited) = (Vec::new(), None);
+        let mut next_offset = from_offset;
+        while let Some(message) = stream.message().await? {
+            match message.event {
+                Some(Event::Output(output)) => {
+                    let expected = *next_offset.get_or_insert(output.offset);
+                    assert_eq!(output.offset, expected, "output follows on");
+                    next_offset = Some(output.offset + output.data.len() as u64);
+                    text.extend_from_slice(&output.data);
+                }
+                Some(Event::Exited(exit)) => exited = Some(exit),
+                _ => assert!(exited.is_none(), "the exit is last"),
+            }
+        }
+        Ok((text, exited))
+    };
+    tokio::time::timeout(super::PATIENCE, read)
+        .await
+        .expect("a look ends by itself")
+}
+
 /// Reads an attach stream until its exit event.
 pub async fn receive_host_exit(
     stream: &mut tonic::Streaming<pb::AttachSessionResponse>,
@@ -458,9 +554,5 @@ pub async fn hang_the_daemon(home: &HostHome) -> rustix::process::Pid {
 /// The `holdfast-attachment` token of an attach stream's answer; empty if
 /// it has none.
 pub fn attachment_of<T>(answer: &tonic::Response<T>) -> String {
-    answer
-        .metadata()
-        .get(holdfast::proto::ATTACHMENT_METADATA)
-        .map(|token| token.to_str().expect("ascii").to_owned())
-        .unwrap_or_default()
+    holdfast::proto::attachment_token(answer.metadata())
 }

@@ -158,15 +158,9 @@ pub async fn attach(
 }
 
 /// The token an attach stream's answer names it by, for its resizes and
-/// keys (their requests' `attachment`); empty from a host-service older
-/// than it.
+/// keys (their requests' `attachment`).
 fn attachment_of<T>(answer: &tonic::Response<T>) -> String {
-    answer
-        .metadata()
-        .get(holdfast::proto::ATTACHMENT_METADATA)
-        .and_then(|token| token.to_str().ok())
-        .unwrap_or_default()
-        .to_owned()
+    holdfast::proto::attachment_token(answer.metadata())
 }
 
 /// Starts a session sized to this terminal and attaches to it, in one call

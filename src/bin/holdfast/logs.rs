@@ -172,13 +172,11 @@ impl Copy {
                 Some(Event::Output(output)) => {
                     self.written_to = Some(output.offset + output.data.len() as u64);
                     if self.print {
-                        match &mut self.queries {
-                            Some(queries) => {
-                                let shown = queries.shown(output.offset, &output.data);
-                                quiet_on_closed(self.stdout.write_all(&shown))?;
-                            }
-                            None => self.write(&output.data)?,
-                        }
+                        let shown = match &mut self.queries {
+                            Some(queries) => queries.shown(output.offset, &output.data),
+                            None => std::borrow::Cow::Borrowed(&output.data[..]),
+                        };
+                        self.write(&shown)?;
                     }
                 }
                 Some(Event::Truncated(gap)) if !self.print => self.written_to = Some(gap.to_offset),
