@@ -4,6 +4,8 @@ mod support;
 
 use std::process::{Command, Output};
 
+use holdfast::proto::host::v1 as pb;
+
 use support::host::*;
 use support::*;
 
@@ -117,21 +119,100 @@ fn holdfast(address: &str, args: &[&str]) -> Output {
         .expect("run holdfast")
 }
 
+/// What bash offers when TAB is pressed after `line` (its words, the last
+/// one being completed), with the script `holdfast completions bash`
+/// printed; flags left out (clap offers them beside any value).
+fn bash_completes(address: &str, line: &[&str]) -> Vec<String> {
+    let script = stdout_of(&holdfast(address, &["completions", "bash"]));
+    let completed = Command::new("bash")
+        .args([
+            "-c",
+            r#"eval "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1));
+               _clap_complete_holdfast holdfast "${COMP_WORDS[COMP_CWORD]}" holdfast
+               printf '%s\n' "${COMPREPLY[@]}""#,
+            "bash",
+            &script,
+        ])
+        .args(line)
+        .output()
+        .expect("run bash");
+    let mut offered: Vec<String> = stdout_of(&completed)
+        .lines()
+        .filter(|word| !word.starts_with('-'))
+        .map(str::to_owned)
+        .collect();
+    offered.sort();
+    offered
+}
+
 /// `holdfast completions bash` prints a script that bash takes and that
 /// completes the CLI's commands, without a host-service to ask.
 #[test]
 fn completions_complete_the_commands_with_no_host_service() {
-    let script = stdout_of(&holdfast("127.0.0.1:1", &["completions", "bash"]));
-    let completed = Command::new("bash")
-        .args([
-            "-c",
-            r#"eval "$1"; COMP_WORDS=(holdfast ren); COMP_CWORD=1; _holdfast holdfast ren holdfast; echo "${COMPREPLY[@]}""#,
-            "bash",
-            &script,
-        ])
-        .output()
-        .expect("run bash");
-    assert_eq!(stdout_of(&completed).trim(), "rename");
+    assert_eq!(
+        bash_completes("127.0.0.1:1", &["holdfast", "ren"]),
+        ["rename"]
+    );
+    assert_eq!(
+        bash_completes("127.0.0.1:1", &["holdfast", "attach", ""]),
+        Vec::<String>::new(),
+        "no names, and no error in the line"
+    );
+}
+
+/// TAB offers the live sessions by the names `holdfast` finds them by (an
+/// id where a name is two sessions' or would need quoting), and the open
+/// workspaces by name, from the host-service the line names.
+#[tokio::test]
+async fn completions_offer_the_names_of_live_sessions_and_open_workspaces() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("builds").await.workspace_id;
+    let closed = host.create_workspace("old").await.workspace_id;
+    host.workspaces
+        .close_workspace(pb::CloseWorkspaceRequest {
+            workspace_id: closed,
+        })
+        .await
+        .expect("close workspace");
+    let named = |name: &str| pb::CreateSessionRequest {
+        title: Some(name.into()),
+        ..session_request(&workspace, &["sleep", "600"])
+    };
+    host.create_session(named("editor")).await;
+    let twins = [
+        host.create_session(named("twin")).await,
+        host.create_session(named("twin")).await,
+    ];
+    let spaced = host.create_session(named("two words")).await;
+    let ended = host.create_session(named("ended")).await;
+    host.dispose(&ended.session_id).await;
+
+    let address = host.address.clone();
+    let mut expected = vec![
+        "editor".to_owned(),
+        twins[0].session_id.clone(),
+        twins[1].session_id.clone(),
+        spaced.session_id.clone(),
+    ];
+    expected.sort();
+    let line = ["holdfast", "--addr", &address, "attach", ""];
+    assert_eq!(bash_completes("127.0.0.1:1", &line), expected);
+    assert_eq!(
+        bash_completes(
+            "127.0.0.1:1",
+            &["holdfast", "--addr", &address, "kill", "ed"]
+        ),
+        ["editor"]
+    );
+    assert_eq!(
+        bash_completes(
+            "127.0.0.1:1",
+            &["holdfast", "--addr", &address, "ls", "--workspace", ""]
+        ),
+        ["builds"],
+        "open workspaces only"
+    );
 }
 
 #[tokio::test]
@@ -677,7 +758,6 @@ async fn new_attach_exits_as_a_shell_would_for_a_signal() {
 /// types into it, and reads its screen.
 #[tokio::test]
 async fn attach_replays_forwards_keys_follows_resizes_and_detaches() {
-    use holdfast::proto::host::v1 as pb;
     let home = HostHome::new();
     let mut host = home.start(&[]).await;
     let workspace = host.create_workspace("attach").await.workspace_id;

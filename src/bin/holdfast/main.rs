@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
+use clap_complete::engine::ArgValueCandidates;
 use holdfast::proto::host::v1 as pb;
 use holdfast::proto::host::v1::status_service_client::StatusServiceClient;
 use holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient;
@@ -24,7 +25,7 @@ struct Cli {
     #[arg(
         long,
         env = "HOLDFAST_ADDR",
-        default_value = "127.0.0.1:7077",
+        default_value = DEFAULT_ADDR,
         global = true
     )]
     addr: String,
@@ -58,7 +59,7 @@ enum Command {
     /// Start a session (the login shell, or the command after `--`).
     New {
         /// Workspace name or id [default: "default", created if missing].
-        #[arg(long, short)]
+        #[arg(long, short, add = ArgValueCandidates::new(completion::workspaces))]
         workspace: Option<String>,
         /// Name to find it by and show it under; titles the program sets
         /// do not change it [default: the command].
@@ -88,7 +89,7 @@ enum Command {
     /// List a workspace's live sessions, attached or not.
     Ls {
         /// Workspace name or id [default: "default"].
-        #[arg(long, short)]
+        #[arg(long, short, add = ArgValueCandidates::new(completion::workspaces))]
         workspace: Option<String>,
         /// The sessions of every open workspace, with their workspace's
         /// name.
@@ -101,12 +102,13 @@ enum Command {
     /// Count a workspace's sessions that nothing here is attached to.
     Count {
         /// Workspace name or id [default: "default"].
-        #[arg(long, short)]
+        #[arg(long, short, add = ArgValueCandidates::new(completion::workspaces))]
         workspace: Option<String>,
     },
     /// Send text to a session's input, as if typed (`\n` is not added).
     Send {
         /// The session: its id, a unique start of it, its name or its title.
+        #[arg(add = ArgValueCandidates::new(completion::sessions))]
         id: String,
         /// The text.
         text: String,
@@ -116,12 +118,14 @@ enum Command {
     Attach {
         /// The session: its id, a unique start of it, its name or its title
         /// [default: the only live session, as `tmux attach` finds it].
+        #[arg(add = ArgValueCandidates::new(completion::sessions))]
         id: Option<String>,
     },
     /// Describe a session, running or ended: its command, directory,
     /// state (exit status once it ended), size and times.
     Show {
         /// The session: its id, a unique start of it, its name or its title.
+        #[arg(add = ArgValueCandidates::new(completion::sessions))]
         id: String,
         /// Print JSON instead of lines.
         #[arg(long)]
@@ -131,6 +135,7 @@ enum Command {
     /// show it and commands find the session by it.
     Rename {
         /// The session: its id, a unique start of it, its name or its title.
+        #[arg(add = ArgValueCandidates::new(completion::sessions))]
         id: String,
         /// Its new name.
         name: String,
@@ -140,6 +145,7 @@ enum Command {
     /// attaching to it; `-f` follows it to its exit.
     Logs {
         /// The session: its id, a unique start of it, its name or its title.
+        #[arg(add = ArgValueCandidates::new(completion::sessions))]
         id: String,
         /// Go on printing what it writes next, until it exits, as `tail
         /// -f` does (this counts it as attached).
@@ -151,6 +157,7 @@ enum Command {
     /// does not count it as attached or hold its program up.
     Wait {
         /// The session: its id, a unique start of it, its name or its title.
+        #[arg(add = ArgValueCandidates::new(completion::sessions))]
         id: String,
     },
     /// Show whether the host-service and its daemon are up, with versions,
@@ -159,6 +166,8 @@ enum Command {
     /// Print the completion script for a shell, e.g.
     /// `source <(holdfast completions bash)` in ~/.bashrc, or
     /// `holdfast completions fish > ~/.config/fish/completions/holdfast.fish`.
+    /// It completes commands and flags, and the names of live sessions and
+    /// open workspaces, asked of the host-service at each TAB.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
@@ -169,6 +178,7 @@ enum Command {
     /// `docker stop -t 30` gives).
     Kill {
         /// The session: its id, a unique start of it, its name or its title.
+        #[arg(add = ArgValueCandidates::new(completion::sessions))]
         id: String,
         /// The signal to send first: HUP, INT, QUIT, TERM or KILL (a
         /// number or a SIG name works too).
@@ -193,6 +203,7 @@ enum WorkspaceCommand {
     /// Close a workspace, disposing of its sessions.
     Close {
         /// Workspace name or id.
+        #[arg(add = ArgValueCandidates::new(completion::workspaces))]
         workspace: String,
     },
 }
@@ -200,10 +211,14 @@ enum WorkspaceCommand {
 /// The largest answer the CLI takes from the host-service.
 const MAX_ANSWER_BYTES: usize = 256 << 20;
 
+/// The host-service's address when none is given: its default.
+const DEFAULT_ADDR: &str = "127.0.0.1:7077";
+
 /// The workspace used when none is named.
 const DEFAULT_WORKSPACE: &str = "default";
 
 mod attach;
+mod completion;
 mod environment;
 mod logs;
 mod naming;
@@ -240,10 +255,17 @@ impl Interceptor for Bearer {
     }
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() {
+fn main() {
+    // Before anything is printed, and with no runtime running: completing
+    // asks the host-service on a runtime of its own.
+    completion::complete_if_asked();
     let cli = Cli::parse();
-    let code = match run(cli).await {
+    let code = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| runtime.block_on(run(cli)))
+    {
         Ok(code) => code,
         Err(error) => {
             eprintln!("holdfast: {error:#}");
@@ -361,12 +383,9 @@ fn refused(status: tonic::Status) -> anyhow::Error {
 
 async fn run(cli: Cli) -> anyhow::Result<u8> {
     if let Command::Completions { shell } = cli.command {
-        // Needs no host-service.
-        let mut command = <Cli as clap::CommandFactory>::command();
-        let mut script = Vec::new();
-        clap_complete::generate(shell, &mut command, "holdfast", &mut script);
+        // Needs no host-service until a TAB asks for names.
         // Written as `say!` writes, so `| head` ends it quietly.
-        say!("{}", String::from_utf8_lossy(&script).trim_end());
+        say!("{}", completion::registration(shell)?);
         return Ok(0);
     }
     let mut clients = connect(&cli.addr, cli.auth_token.as_deref()).await?;

@@ -1,0 +1,192 @@
+//! Shell completion that knows the host-service's sessions and workspaces,
+//! as tmux's bash completion offers session names: `holdfast attach <TAB>`
+//! offers the live sessions' names. The shell calls `holdfast` again with
+//! `HOLDFAST_COMPLETE=<shell>` at each TAB (clap_complete's dynamic
+//! engine); the
+//! commands and flags come from the CLI's own definition, the names from
+//! the host-service that `--addr` (or `HOLDFAST_ADDR`) points at.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::time::Duration;
+
+use clap::CommandFactory;
+use clap_complete::engine::CompletionCandidate;
+use clap_complete::env::{CompleteEnv, Shells};
+use holdfast::proto::host::v1 as pb;
+
+use crate::{Cli, connect, every_open_list, list_workspaces};
+
+/// The environment variable that makes `holdfast` complete instead of run:
+/// not clap's `COMPLETE`, which a user's environment may hold for another
+/// reason (every command would fail for it).
+const VARIABLE: &str = "HOLDFAST_COMPLETE";
+
+/// How long a TAB may wait for names; past it, none are offered.
+const PATIENCE: Duration = Duration::from_secs(2);
+
+/// Completes and exits, if the shell called us to complete a command line.
+pub fn complete_if_asked() {
+    CompleteEnv::with_factory(Cli::command)
+        .var(VARIABLE)
+        .complete();
+}
+
+/// The script that has `shell` ask `holdfast` for completions, calling
+/// this very binary.
+pub fn registration(shell: clap_complete::Shell) -> anyhow::Result<String> {
+    let shells = Shells::builtins();
+    let name = shell.to_string();
+    let completer = shells
+        .completer(&name)
+        .ok_or_else(|| anyhow::anyhow!("no dynamic completion for {name}"))?;
+    let binary = std::env::current_exe()
+        .map(|path| path.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "holdfast".into());
+    let mut script = Vec::new();
+    completer.write_registration(VARIABLE, "holdfast", "holdfast", &binary, &mut script)?;
+    Ok(String::from_utf8_lossy(&script).trim_end().to_owned())
+}
+
+/// The live sessions of every open workspace, each as `holdfast` finds it:
+/// by its name where that is one session's and a shell takes it as it is,
+/// else by its id.
+pub fn sessions() -> Vec<CompletionCandidate> {
+    let Some(lists) = ask(|mut clients| async move { every_open_list(&mut clients).await }) else {
+        return Vec::new();
+    };
+    let sessions: Vec<(&pb::Workspace, &pb::Session)> = lists
+        .iter()
+        .flat_map(|(workspace, list)| list.sessions.iter().map(move |s| (workspace, s)))
+        .collect();
+    let names = counts(sessions.iter().map(|(_, s)| crate::shown::name_of(s)));
+    sessions
+        .into_iter()
+        .map(|(workspace, session)| {
+            let name = crate::shown::name_of(session);
+            let value = if names[name] == 1 && plain(name) {
+                name
+            } else {
+                &session.session_id
+            };
+            let mut help = format!("workspace {}", workspace.name);
+            if session.title != name {
+                help = format!("{} · {help}", session.title);
+            }
+            CompletionCandidate::new(value).help(Some(help.into()))
+        })
+        .collect()
+}
+
+/// The open workspaces, by name where that is one workspace's and plain,
+/// else by id.
+pub fn workspaces() -> Vec<CompletionCandidate> {
+    let Some(workspaces) = ask(|mut clients| async move { list_workspaces(&mut clients).await })
+    else {
+        return Vec::new();
+    };
+    let open: Vec<&pb::Workspace> = workspaces
+        .iter()
+        .filter(|workspace| workspace.closed_at.is_none())
+        .collect();
+    let names = counts(open.iter().map(|workspace| workspace.name.as_str()));
+    open.into_iter()
+        .map(|workspace| {
+            let value = if names[workspace.name.as_str()] == 1 && plain(&workspace.name) {
+                &workspace.name
+            } else {
+                &workspace.workspace_id
+            };
+            CompletionCandidate::new(value).help(Some(workspace.workspace_id.clone().into()))
+        })
+        .collect()
+}
+
+/// What `call` gets from the host-service the command line being completed
+/// names; nothing if it cannot be asked within [`PATIENCE`]. A TAB must
+/// never print an error into the line being typed.
+fn ask<T, F>(call: impl FnOnce(crate::Clients) -> F) -> Option<T>
+where
+    F: Future<Output = anyhow::Result<T>>,
+{
+    let (addr, token) = host_of(std::env::args_os().skip_while(|arg| arg != "--").skip(1));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    runtime.block_on(async {
+        tokio::time::timeout(PATIENCE, async {
+            call(connect(&addr, token.as_deref()).await?).await
+        })
+        .await
+        .ok()?
+        .ok()
+    })
+}
+
+/// The host-service address and token of a command line being typed, as
+/// far as it goes (`HOLDFAST_ADDR` and the default apply as when it runs).
+fn host_of(words: impl Iterator<Item = OsString>) -> (String, Option<String>) {
+    let matches = Cli::command()
+        .ignore_errors(true)
+        .try_get_matches_from(words)
+        .unwrap_or_default();
+    let addr = matches
+        .try_get_one::<String>("addr")
+        .ok()
+        .flatten()
+        .cloned()
+        .unwrap_or_else(|| crate::DEFAULT_ADDR.to_owned());
+    let token = matches
+        .try_get_one::<String>("auth_token")
+        .ok()
+        .flatten()
+        .cloned();
+    (addr, token)
+}
+
+/// How many times each name comes.
+fn counts<'a>(names: impl Iterator<Item = &'a str>) -> HashMap<&'a str, usize> {
+    let mut counts = HashMap::new();
+    for name in names {
+        *counts.entry(name).or_default() += 1;
+    }
+    counts
+}
+
+/// Whether a shell takes `name` as one word as it is (nothing to quote),
+/// so that a completed name is the name.
+fn plain(name: &str) -> bool {
+    !name.is_empty() && shlex::try_quote(name).is_ok_and(|quoted| quoted == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> impl Iterator<Item = OsString> {
+        line.split(' ')
+            .map(OsString::from)
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    #[test]
+    fn the_host_is_the_one_the_line_being_typed_names() {
+        let (addr, token) = host_of(words(
+            "holdfast --addr 127.0.0.1:9 --auth-token t attach ed",
+        ));
+        assert_eq!(
+            (addr.as_str(), token.as_deref()),
+            ("127.0.0.1:9", Some("t"))
+        );
+        let (addr, _) = host_of(words("holdfast attach --addr=[::1]:8 "));
+        assert_eq!(addr, "[::1]:8", "global flags after the command");
+    }
+
+    #[test]
+    fn names_a_shell_would_split_or_change_are_not_offered_as_they_are() {
+        assert!(plain("editor") && plain("dev-server.2") && plain("a:b"));
+        assert!(!plain("") && !plain("two words") && !plain("a$b") && !plain("it's"));
+    }
+}
