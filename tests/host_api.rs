@@ -1790,44 +1790,73 @@ async fn a_disposal_can_give_a_signal_and_time_to_shut_down() {
     );
 }
 
+/// How a session running `script` ends once its row is set, behind the
+/// host-service's back, by `stamp` (an UPDATE whose `?`s are the
+/// disposal's deadline, in microseconds, and the session's id), with the
+/// reaper coming by every second: its exit code and signal.
+async fn ended_by_the_reaper(
+    script: &str,
+    stamp: &str,
+    deadline: i64,
+) -> (Option<i32>, Option<i32>) {
+    use diesel::RunQueryDsl;
+    let home = HostHome::new();
+    let mut host = home.start(&["--reap-interval-secs", "1"]).await;
+    let workspace = host.create_workspace("reaped").await.workspace_id;
+    let session = host
+        .create_session(session_request(&workspace, &["sh", "-c", script]))
+        .await;
+    let mut output = host.attach(&session.session_id, None).await;
+    receive_host_text(&mut output, "ready").await;
+    diesel::sql_query(stamp)
+        .bind::<diesel::sql_types::BigInt, _>(deadline)
+        .bind::<diesel::sql_types::Text, _>(&session.session_id)
+        .execute(&mut home.open_database())
+        .expect("stamp the row");
+    let client = holdfast::daemon_client::connect(&home.socket(), Duration::from_secs(5))
+        .await
+        .expect("daemon");
+    let ended = exited(&client, &session.session_id).await;
+    (ended.exit_code, ended.signal)
+}
+
 /// A disposal the daemon never took (its kill failed, or the host-service
 /// died between the stamp and the kill) is ended by the reaper as it
 /// asked: here with SIGTERM, on which this program shuts down cleanly.
 #[tokio::test]
 async fn the_reaper_ends_a_disposal_as_it_asked() {
-    use diesel::RunQueryDsl;
-    let home = HostHome::new();
-    let mut host = home.start(&["--reap-interval-secs", "1"]).await;
-    let workspace = host.create_workspace("asked").await.workspace_id;
-    let session = host
-        .create_session(session_request(
-            &workspace,
-            &[
-                "sh",
-                "-c",
-                "trap 'exit 42' TERM; echo ready; while :; do sleep 0.05; done",
-            ],
-        ))
-        .await;
-    let mut output = host.attach(&session.session_id, None).await;
-    receive_host_text(&mut output, "ready").await;
-    // Stamped, with its grace over, behind the host-service's back.
-    diesel::sql_query(
+    // Stamped, with its grace over.
+    let ended = ended_by_the_reaper(
+        "trap 'exit 42' TERM; echo ready; while :; do sleep 0.05; done",
         "UPDATE terminal_sessions SET dispose_requested_at = 1, dispose_signal = 15, \
-         dispose_grace_ms = 10000, dispose_deadline = 1 WHERE id = ?",
+         dispose_grace_ms = 10000, dispose_deadline = ? WHERE id = ?",
+        1,
     )
-    .bind::<diesel::sql_types::Text, _>(&session.session_id)
-    .execute(&mut home.open_database())
-    .expect("stamp the row");
-    let client = holdfast::daemon_client::connect(&home.socket(), Duration::from_secs(5))
-        .await
-        .expect("daemon");
-    let ended = exited(&client, &session.session_id).await;
-    assert_eq!(
-        (ended.exit_code, ended.signal),
-        (Some(42), None),
-        "{ended:?}"
-    );
+    .await;
+    assert_eq!(ended, (Some(42), None));
+}
+
+/// A session stamped after a reaper pass read the rows (created and
+/// disposed meanwhile) is ended as its disposal asked, in its own time,
+/// not at once with the default signal: here a program that ignores
+/// SIGHUP and shuts down cleanly on SIGTERM. (Before, the pass sent SIGHUP
+/// and, a second later, SIGKILL.)
+#[tokio::test]
+async fn the_reaper_keeps_to_a_disposal_made_after_it_read_the_rows() {
+    // Out of every pass's rows (as one made after the pass read them),
+    // stamped, its grace running for 3 s more.
+    let deadline = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        + Duration::from_secs(3);
+    let ended = ended_by_the_reaper(
+        "trap '' HUP; trap 'exit 42' TERM; echo ready; while :; do sleep 0.05; done",
+        "UPDATE terminal_sessions SET status = 'disposed', dispose_requested_at = 1, \
+         dispose_signal = 15, dispose_grace_ms = 10000, dispose_deadline = ? WHERE id = ?",
+        i64::try_from(deadline.as_micros()).expect("micros"),
+    )
+    .await;
+    assert_eq!(ended, (Some(42), None));
 }
 
 /// `GetSession` describes one session, running or ended, hidden or not:

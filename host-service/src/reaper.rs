@@ -100,31 +100,13 @@ impl Reaper {
             if in_creation(id) {
                 continue;
             }
-            let stamped = match rows_by_id.get(id) {
-                // A disposal under way (its grace period, then the
-                // daemon's SIGKILL) is the daemon's to finish: a second
-                // kill would cut a long grace short.
-                Some(row) if row.is_stamped() && !row.is_overdue(listed_at) => continue,
-                // Past it, or its kill failed: ended as it asked.
-                Some(row) if row.is_stamped() => {
-                    tracing::info!(session_id = id, "killing a session stamped for disposal");
-                    let signal = row
-                        .dispose_signal
-                        .and_then(|raw| daemon::Signal::try_from(raw).ok())
-                        .unwrap_or(daemon::Signal::Hup);
-                    let grace = row.dispose_grace();
-                    if self.kill(id, signal, grace).await {
-                        let deadline = listed_at.saturating_add(store::duration_micros(grace));
-                        self.store.set_dispose_deadline(id, deadline).await?;
-                    }
-                    report.killed_stamped += 1;
-                    continue;
-                }
-                Some(_) => false,
-                // Not in the snapshot: settled (ended, or disposed), or
-                // truly no row. An ended row whose program runs was
-                // settled wrongly: by a pass that read the rows while its
-                // spawn (begun by a host-service that died) was still
+            let revived;
+            let (row, condemned) = match rows_by_id.get(id) {
+                Some(row) => (*row, false),
+                // Not in the snapshot: settled (ended, or disposed), made
+                // since, or truly no row. An ended row whose program runs
+                // was settled wrongly: by a pass that read the rows while
+                // its spawn (begun by a host-service that died) was still
                 // under way, which no list shows. It is listed again.
                 None => match self.store.revive(id, listed_at).await? {
                     Revival::Revived => {
@@ -135,8 +117,12 @@ impl Reaper {
                         report.revived += 1;
                         continue;
                     }
-                    Revival::Active | Revival::EndedSince => false,
-                    Revival::Condemned => true,
+                    Revival::Active | Revival::EndedSince => continue,
+                    // Stamped since the rows were read, say: as any row.
+                    Revival::Condemned(row) => {
+                        revived = row;
+                        (&*revived, true)
+                    }
                     Revival::NoRow => {
                         tracing::info!(
                             session_id = id,
@@ -149,12 +135,25 @@ impl Reaper {
                     }
                 },
             };
-            if stamped {
-                tracing::info!(session_id = id, "killing a session stamped for disposal");
-                self.kill(id, daemon::Signal::Hup, DEFAULT_DISPOSE_GRACE)
-                    .await;
-                report.killed_stamped += 1;
+            // A disposal under way (its grace period, then the daemon's
+            // SIGKILL) is the daemon's to finish: a second kill would cut a
+            // long grace short. An active, unstamped row is never killed.
+            let unstamped_but_condemned = condemned && !row.is_stamped();
+            if !unstamped_but_condemned && !row.is_overdue(listed_at) {
+                continue;
             }
+            // Past it, or its kill failed: ended as it asked.
+            tracing::info!(session_id = id, "killing a session stamped for disposal");
+            let signal = row
+                .dispose_signal
+                .and_then(|raw| daemon::Signal::try_from(raw).ok())
+                .unwrap_or(daemon::Signal::Hup);
+            let grace = row.dispose_grace();
+            if self.kill(id, signal, grace).await && row.is_stamped() {
+                let deadline = listed_at.saturating_add(store::duration_micros(grace));
+                self.store.set_dispose_deadline(id, deadline).await?;
+            }
+            report.killed_stamped += 1;
         }
 
         for row in &rows {

@@ -408,15 +408,10 @@ impl Store {
                 else {
                     return Ok(None);
                 };
-                let stamped = diesel::update(
-                    terminal_sessions::table
-                        .filter(terminal_sessions::workspace_id.eq(&id))
-                        .filter(terminal_sessions::status.eq(Status::Active.as_str()))
-                        .filter(terminal_sessions::dispose_requested_at.is_null()),
-                )
-                .set(terminal_sessions::dispose_requested_at.eq(now))
-                .returning(terminal_sessions::id)
-                .get_results(conn)?;
+                let stamped = diesel::update(unstamped_in(&id))
+                    .set(terminal_sessions::dispose_requested_at.eq(now))
+                    .returning(terminal_sessions::id)
+                    .get_results(conn)?;
                 Ok(Some((workspace, stamped)))
             })
         })
@@ -475,11 +470,7 @@ impl Store {
     pub async fn listable_sessions(&self, workspace_id: &str) -> Result<Vec<SessionRow>> {
         let workspace_id = workspace_id.to_owned();
         self.run("reading listable sessions", move |conn| {
-            terminal_sessions::table
-                .filter(terminal_sessions::workspace_id.eq(workspace_id))
-                .filter(terminal_sessions::status.eq(Status::Active.as_str()))
-                .filter(terminal_sessions::listed.eq(true))
-                .filter(terminal_sessions::dispose_requested_at.is_null())
+            listable(&workspace_id)
                 .select(SessionRow::as_select())
                 .load(conn)
         })
@@ -511,16 +502,7 @@ impl Store {
     /// session ever ended.
     pub async fn unsettled_sessions(&self) -> Result<Vec<SessionRow>> {
         self.run("reading unsettled sessions", |conn| {
-            terminal_sessions::table
-                .filter(
-                    terminal_sessions::status.eq(Status::Active.as_str()).or(
-                        terminal_sessions::status
-                            .eq(Status::Exited.as_str())
-                            .and(terminal_sessions::dispose_requested_at.is_not_null()),
-                    ),
-                )
-                .select(SessionRow::as_select())
-                .load(conn)
+            unsettled().select(SessionRow::as_select()).load(conn)
         })
         .await
     }
@@ -619,39 +601,35 @@ impl Store {
         let id = id.to_owned();
         self.run("reviving a session recorded as ended", move |conn| {
             conn.immediate_transaction(|conn| {
-                type Found = (String, Option<i64>, Option<i64>, Option<i64>);
-                let found: Option<Found> = terminal_sessions::table
+                let found: Option<(SessionRow, Option<i64>)> = terminal_sessions::table
                     .inner_join(workspaces::table)
                     .filter(terminal_sessions::id.eq(&id))
-                    .select((
-                        terminal_sessions::status,
-                        terminal_sessions::ended_at,
-                        terminal_sessions::dispose_requested_at,
-                        workspaces::closed_at,
-                    ))
+                    .select((SessionRow::as_select(), workspaces::closed_at))
                     .first(conn)
                     .optional()?;
-                let Some((status, ended_at, stamp, closed)) = found else {
+                let Some((row, closed)) = found else {
                     return Ok(Revival::NoRow);
                 };
-                let ended_before = ended_at.is_none_or(|at| at < seen_running);
-                Ok(match (Status::parse(&status), stamp, closed) {
-                    (Status::Active, None, None) => Revival::Active,
-                    // Its exit came after the daemon was seen running it.
-                    (Status::Exited, None, None) if !ended_before => Revival::EndedSince,
-                    (Status::Exited, None, None) => {
-                        diesel::update(terminal_sessions::table.find(&id))
-                            .set((
-                                terminal_sessions::status.eq(Status::Active.as_str()),
-                                terminal_sessions::ended_at.eq(None::<i64>),
-                                terminal_sessions::exit_code.eq(None::<i32>),
-                                terminal_sessions::exit_signal.eq(None::<i32>),
-                            ))
-                            .execute(conn)?;
-                        Revival::Revived
-                    }
-                    _ => Revival::Condemned,
-                })
+                let ended_before = row.ended_at.is_none_or(|at| at < seen_running);
+                Ok(
+                    match (Status::parse(&row.status), row.dispose_requested_at, closed) {
+                        (Status::Active, None, None) => Revival::Active,
+                        // Its exit came after the daemon was seen running it.
+                        (Status::Exited, None, None) if !ended_before => Revival::EndedSince,
+                        (Status::Exited, None, None) => {
+                            diesel::update(terminal_sessions::table.find(&id))
+                                .set((
+                                    terminal_sessions::status.eq(Status::Active.as_str()),
+                                    terminal_sessions::ended_at.eq(None::<i64>),
+                                    terminal_sessions::exit_code.eq(None::<i32>),
+                                    terminal_sessions::exit_signal.eq(None::<i32>),
+                                ))
+                                .execute(conn)?;
+                            Revival::Revived
+                        }
+                        _ => Revival::Condemned(Box::new(row)),
+                    },
+                )
             })
         })
         .await
@@ -683,7 +661,7 @@ impl Store {
 }
 
 /// What [`Store::revive`] made of a row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Revival {
     /// It was recorded as ended while its program ran (a spawn that
     /// registered after a pass missed it, say): it is active again.
@@ -694,8 +672,8 @@ pub enum Revival {
     /// is right.
     EndedSince,
     /// Disposed, stamped for it, or in a closed workspace: the program
-    /// must end.
-    Condemned,
+    /// must end, as the row (its disposal's signal and grace) says.
+    Condemned(Box<SessionRow>),
     /// There is no such row.
     NoRow,
 }
@@ -714,6 +692,60 @@ fn configure_connection(conn: &mut SqliteConnection) -> QueryResult<()> {
     conn.batch_execute(
         "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
     )
+}
+
+/// The rows [`Store::listable_sessions`] reads: found by status and
+/// workspace through `terminal_sessions_unsettled`, which holds the active
+/// rows. (SQLite uses a partial index only for a query whose terms say
+/// what the index's do: the index that was made for these rows said
+/// `listed`, and this query `listed = ?`, so every list after a restart
+/// read every row ever written.)
+fn listable(workspace_id: &str) -> queries::Listable<'_> {
+    unstamped_in(workspace_id).filter(terminal_sessions::listed)
+}
+
+/// The rows [`Store::unsettled_sessions`] reads, found through the index
+/// made for them (`terminal_sessions_unsettled`), whose terms these are
+/// word for word.
+fn unsettled() -> queries::Unsettled {
+    terminal_sessions::table.filter(
+        terminal_sessions::status
+            .eq(Status::Active.as_str())
+            .or(terminal_sessions::status
+                .eq(Status::Exited.as_str())
+                .and(terminal_sessions::dispose_requested_at.is_not_null())),
+    )
+}
+
+/// A workspace's active rows not yet stamped for disposal, which its close
+/// stamps: found through the same index, by status and workspace.
+fn unstamped_in(workspace_id: &str) -> queries::Unstamped<'_> {
+    terminal_sessions::table
+        .filter(terminal_sessions::workspace_id.eq(workspace_id))
+        .filter(terminal_sessions::status.eq(Status::Active.as_str()))
+        .filter(terminal_sessions::dispose_requested_at.is_null())
+}
+
+/// The types of the queries above.
+mod queries {
+    use diesel::dsl::{And, Eq, Filter, IsNotNull, IsNull, Or};
+
+    use crate::schema::terminal_sessions::{
+        dispose_requested_at, listed, status, table, workspace_id,
+    };
+
+    pub type Unstamped<'a> = Filter<
+        Filter<Filter<table, Eq<workspace_id, &'a str>>, Eq<status, &'static str>>,
+        IsNull<dispose_requested_at>,
+    >;
+    pub type Listable<'a> = Filter<Unstamped<'a>, listed>;
+    pub type Unsettled = Filter<
+        table,
+        Or<
+            Eq<status, &'static str>,
+            And<Eq<status, &'static str>, IsNotNull<dispose_requested_at>>,
+        >,
+    >;
 }
 
 #[cfg(test)]
@@ -801,6 +833,60 @@ mod tests {
             .collect();
         unsettled.sort();
         assert_eq!(unsettled, ["active", "active-stamped", "ended-stamped"]);
+    }
+
+    /// How SQLite finds the rows of `query` (binding `binds`, as text).
+    async fn plan_of<Q>(store: &Store, query: Q, binds: &'static [&'static str]) -> String
+    where
+        Q: diesel::query_builder::QueryFragment<diesel::sqlite::Sqlite>
+            + diesel::query_builder::QueryId,
+    {
+        #[derive(QueryableByName)]
+        struct Step {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            detail: String,
+        }
+        let sql = diesel::debug_query::<diesel::sqlite::Sqlite, _>(&query).to_string();
+        let sql = sql
+            .split(" -- binds:")
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        store
+            .run("explaining", move |conn| {
+                let mut explain = diesel::sql_query(format!("EXPLAIN QUERY PLAN {sql}"))
+                    .into_boxed::<diesel::sqlite::Sqlite>();
+                for bind in binds {
+                    explain = explain.bind::<diesel::sql_types::Text, _>(*bind);
+                }
+                explain.load::<Step>(conn)
+            })
+            .await
+            .expect("explain")
+            .into_iter()
+            .map(|step| step.detail)
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// The reads that come back whatever the history: a list after a
+    /// restart, each reaper pass, a workspace's close. None may read every
+    /// row ever written.
+    #[tokio::test]
+    async fn reads_that_recur_go_through_their_indexes() {
+        let (_dir, store) = temporary_store().await;
+        let id = terminal_sessions::id;
+        let searched = "SEARCH terminal_sessions USING INDEX terminal_sessions_unsettled \
+                        (status=? AND workspace_id=?)";
+        let plan = plan_of(&store, listable("w").select(id), &["w", "active"]).await;
+        assert_eq!(plan, searched);
+        let plan = plan_of(&store, unstamped_in("w").select(id), &["w", "active"]).await;
+        assert_eq!(plan, searched);
+        let plan = plan_of(&store, unsettled().select(id), &["active", "exited"]).await;
+        assert_eq!(
+            plan,
+            "SCAN terminal_sessions USING INDEX terminal_sessions_unsettled"
+        );
     }
 
     /// Creation times follow the order of creation whatever the clock
