@@ -670,6 +670,53 @@ async fn a_program_that_ignores_sighup_is_killed_by_escalation() {
     assert_eq!(gone.signal, Some(rustix::process::Signal::KILL.as_raw()));
 }
 
+/// A session whose programs became another user (`sudo -i`, `su`) cannot
+/// be signalled by this user's daemon: its Kill hangs up the terminal
+/// instead, as tmux's kill-session does, and the kernel's SIGHUP ends the
+/// leader, though SIGTERM was asked for (it would be refused). Here the
+/// daemon is root without CAP_KILL and the program becomes `nobody`, which
+/// is how a user's daemon stands to a root shell; so the test needs root.
+/// Before, the Kill failed INTERNAL, and a disposal left the program
+/// running, listed nowhere.
+#[tokio::test]
+async fn kill_hangs_up_a_session_whose_programs_became_another_user() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: needs root, to run the daemon without CAP_KILL");
+        return;
+    }
+    let daemon = Daemon::start_under(
+        &["setpriv", "--bounding-set=-kill", "--inh-caps=-kill"],
+        &[],
+    )
+    .await;
+    let mut client = daemon.client().await;
+    let session = spawn(
+        &mut client,
+        &[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+            "trap '' TERM; echo ready; exec sleep 1000",
+        ],
+    )
+    .await;
+    let mut stream = attach(&mut client, &session.session_id, None).await;
+    receive_text(&mut stream, &mut Received::default(), "ready").await;
+    client
+        .kill(pb::KillRequest {
+            session_id: session.session_id.clone(),
+            signal: pb::Signal::Term.into(),
+            grace_ms: Some(60_000),
+        })
+        .await
+        .expect("kill");
+    let gone = exited(&client, &session.session_id).await;
+    assert_eq!(gone.signal, Some(rustix::process::Signal::HUP.as_raw()));
+}
+
 #[tokio::test]
 async fn sessions_hear_sighup_even_when_the_daemon_was_started_under_nohup() {
     // nohup leaves SIGHUP ignored, and ignored signals survive exec.

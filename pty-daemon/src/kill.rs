@@ -15,11 +15,34 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(1);
 /// How long to wait for the reap after SIGKILL, which cannot be ignored.
 const REAP_WAIT: Duration = Duration::from_secs(5);
 
-/// Sends `signal` to the process group led by `pid`. A group that is
-/// already gone is not an error.
-pub fn signal_group(pid: Pid, signal: Signal) -> Result<()> {
+/// Sends `signal` to the session's process group (its leader's). A group
+/// that is already gone is not an error. A group this user may not signal
+/// (its programs became another user: `sudo -i`, `su`) has its terminal
+/// hung up instead, as tmux's kill-session does: SIGHUP to its leader, the
+/// only signal the kernel sends there on our behalf. Once hung up, there is
+/// nothing more to send.
+pub fn signal_group(session: &Session, signal: Signal) -> Result<()> {
+    let pid = session.pid();
     match rustix::process::kill_process_group(pid, signal) {
         Ok(()) | Err(rustix::io::Errno::SRCH) => Ok(()),
+        Err(rustix::io::Errno::PERM) if session.terminal_in_use() => {
+            tracing::info!(
+                session_id = %session.id(),
+                signal = signal.as_raw(),
+                "its programs run as another user; hanging up its terminal instead"
+            );
+            session
+                .hang_up()
+                .map_err(|error| Error::io("hanging up the terminal", error))
+        }
+        Err(rustix::io::Errno::PERM) => {
+            tracing::warn!(
+                session_id = %session.id(),
+                signal = signal.as_raw(),
+                "its programs run as another user, and its terminal is hung up or let go of: nothing more can be sent"
+            );
+            Ok(())
+        }
         Err(error) => Err(Error::io(
             format!(
                 "sending signal {} to process group {}",
@@ -86,7 +109,7 @@ fn signal_session_members(leader: Pid, exited_at: Duration, signal: Signal) -> u
 pub async fn kill(session: &Arc<Session>, signal: Signal, grace: Duration) -> Result<()> {
     let leader_alive = session.exit_status().is_none();
     if leader_alive {
-        signal_group(session.pid(), signal)?;
+        signal_group(session, signal)?;
     } else {
         let exited = Arc::clone(session);
         let signalled = tokio::task::spawn_blocking(move || signal_leftovers(&exited, signal))
@@ -106,7 +129,7 @@ pub async fn kill(session: &Arc<Session>, signal: Signal, grace: Duration) -> Re
                 .is_err()
         {
             tracing::info!(session_id = %session.id(), ?grace, "still alive after the grace period; sending SIGKILL");
-            if let Err(error) = signal_group(leader, Signal::KILL) {
+            if let Err(error) = signal_group(&session, Signal::KILL) {
                 tracing::warn!(session_id = %session.id(), %error, "SIGKILL failed");
             }
             // Its leftovers can only be told apart once it has been reaped.

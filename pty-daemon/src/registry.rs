@@ -290,7 +290,7 @@ impl Registry {
         let all_exited =
             || futures_util::future::join_all(live.iter().map(|session| session.wait_exited()));
         for session in &live {
-            let _ = crate::kill::signal_group(session.pid(), rustix::process::Signal::HUP);
+            let _ = crate::kill::signal_group(session, rustix::process::Signal::HUP);
         }
         if tokio::time::timeout(grace, all_exited()).await.is_ok() {
             return;
@@ -300,7 +300,7 @@ impl Registry {
             .filter(|session| session.exit_status().is_none())
         {
             tracing::warn!(session_id = %session.id(), "still alive after SIGHUP; sending SIGKILL");
-            let _ = crate::kill::signal_group(session.pid(), rustix::process::Signal::KILL);
+            let _ = crate::kill::signal_group(session, rustix::process::Signal::KILL);
         }
         if tokio::time::timeout(grace, all_exited()).await.is_err() {
             tracing::error!("some sessions were not reaped before shutdown");

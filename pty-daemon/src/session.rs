@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -250,6 +250,8 @@ pub struct Session {
     /// When the program was reaped, on the boot clock (process start
     /// times are on it).
     exited_at_boot: std::sync::OnceLock<Duration>,
+    /// Set once [`Session::hang_up`] has closed the terminal.
+    hung_up: AtomicBool,
 }
 
 impl Session {
@@ -307,6 +309,7 @@ impl Session {
             exited: watch::Sender::new(false),
             generation,
             exited_at_boot: std::sync::OnceLock::new(),
+            hung_up: AtomicBool::new(false),
         });
         let driver = Arc::clone(&session).drive(pidfd, exits);
         Ok((session, driver))
@@ -345,9 +348,47 @@ impl Session {
         self.exited_at_boot.get().copied()
     }
 
+    /// Hangs up the terminal, as closing a terminal window or killing a
+    /// tmux session does: the kernel sends SIGHUP and SIGCONT to the
+    /// session's leader, whoever's it is, which no signal from this user
+    /// reaches once its programs became another user (`sudo -i`). What the
+    /// terminal held unread goes with it; input and resizes are refused
+    /// from then on, as for a program that let go of its terminal.
+    ///
+    /// The master's descriptor number is kept, now /dev/null's: the
+    /// reading and writing that hold it meet an end of file instead of the
+    /// next file this process opens under that number.
+    pub fn hang_up(&self) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let null = rustix::fs::open(
+            "/dev/null",
+            rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?;
+        self.hung_up.store(true, Ordering::Release);
+        // SAFETY: both descriptors are open and owned (the master by
+        // `self`, for as long as it lives); dup3 closes the master's
+        // reference to the terminal and puts /dev/null at its number,
+        // which `self.master` goes on owning and closes when dropped.
+        let result = unsafe {
+            libc::dup3(
+                null.as_raw_fd(),
+                self.master.get_ref().as_raw_fd(),
+                libc::O_CLOEXEC,
+            )
+        };
+        if result == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// Whether any process still has the terminal open (the master reports
     /// a hang-up once every descriptor of the slave side is closed).
     pub fn terminal_in_use(&self) -> bool {
+        if self.hung_up.load(Ordering::Acquire) {
+            return false;
+        }
         let mut fds = [rustix::event::PollFd::new(
             self.master.get_ref(),
             rustix::event::PollFlags::empty(),
@@ -490,6 +531,9 @@ impl Session {
         let mut state = self.state();
         if state.exit.is_some() {
             return Err(Error::SessionExited(self.id.clone()));
+        }
+        if self.hung_up.load(Ordering::Acquire) {
+            return Err(Error::TerminalClosed(self.id.clone()));
         }
         let unchanged = (state.cols, state.rows) == (cols, rows);
         let size = Winsize {
