@@ -647,25 +647,9 @@ async fn kill_reports_the_signal_and_keeps_the_session_listed() {
 async fn a_program_that_ignores_sighup_is_killed_by_escalation() {
     let daemon = Daemon::start().await;
     let mut client = daemon.client().await;
-    let session = spawn(
-        &mut client,
-        &[
-            "sh",
-            "-c",
-            "trap '' HUP; echo ready; while :; do sleep 1; done",
-        ],
-    )
-    .await;
-    let mut stream = attach(&mut client, &session.session_id, None).await;
-    receive_text(&mut stream, &mut Received::default(), "ready").await;
-    client
-        .kill(pb::KillRequest {
-            session_id: session.session_id.clone(),
-            signal: pb::Signal::Hup.into(),
-            grace_ms: Some(200),
-        })
-        .await
-        .expect("kill");
+    let script = "trap '' HUP; echo ready; while :; do sleep 1; done";
+    let session = spawn_ready(&mut client, &["sh", "-c", script]).await;
+    kill_with(&mut client, &session.session_id, pb::Signal::Hup, 200).await;
     let gone = exited(&client, &session.session_id).await;
     assert_eq!(gone.signal, Some(rustix::process::Signal::KILL.as_raw()));
 }
@@ -690,29 +674,15 @@ async fn kill_hangs_up_a_session_whose_programs_became_another_user() {
     )
     .await;
     let mut client = daemon.client().await;
-    let session = spawn(
-        &mut client,
-        &[
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "sh",
-            "-c",
-            "trap '' TERM; echo ready; exec sleep 1000",
-        ],
-    )
-    .await;
-    let mut stream = attach(&mut client, &session.session_id, None).await;
-    receive_text(&mut stream, &mut Received::default(), "ready").await;
-    client
-        .kill(pb::KillRequest {
-            session_id: session.session_id.clone(),
-            signal: pb::Signal::Term.into(),
-            grace_ms: Some(60_000),
-        })
-        .await
-        .expect("kill");
+    let nobody = [
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+    ];
+    let script = "trap '' TERM; echo ready; exec sleep 1000";
+    let session = spawn_ready(&mut client, &[&nobody[..], &["sh", "-c", script]].concat()).await;
+    kill_with(&mut client, &session.session_id, pb::Signal::Term, 60_000).await;
     let gone = exited(&client, &session.session_id).await;
     assert_eq!(gone.signal, Some(rustix::process::Signal::HUP.as_raw()));
 }
@@ -1144,15 +1114,23 @@ async fn spawn_with_leftover(
 }
 
 /// Kills with the default signal (SIGHUP) and `grace_ms`.
-async fn kill_with_grace(client: &mut DaemonClient, session_id: &str, grace_ms: u32) {
+async fn kill_with(client: &mut DaemonClient, session_id: &str, signal: pb::Signal, grace_ms: u32) {
     client
         .kill(pb::KillRequest {
             session_id: session_id.to_owned(),
+            signal: signal.into(),
             grace_ms: Some(grace_ms),
-            ..Default::default()
         })
         .await
         .expect("kill");
+}
+
+/// A session of `argv`, once its program has said `ready`.
+async fn spawn_ready(client: &mut DaemonClient, argv: &[&str]) -> pb::Session {
+    let session = spawn(client, argv).await;
+    let mut stream = attach(client, &session.session_id, None).await;
+    receive_text(&mut stream, &mut Received::default(), "ready").await;
+    session
 }
 
 /// Kill after the leader has exited still ends what it left running on the
@@ -1171,7 +1149,7 @@ async fn kill_after_the_leader_exited_ends_its_leftovers() {
         std::fs::read_to_string(format!("/proc/{leftover}/stat"))
     );
 
-    kill_with_grace(&mut client, &session.session_id, 100).await;
+    kill_with(&mut client, &session.session_id, pb::Signal::Hup, 100).await;
     eventually("the leftover to be killed", || async move {
         (!running(leftover)).then_some(())
     })
@@ -1192,7 +1170,7 @@ async fn kill_escalates_to_what_the_leader_leaves_behind_within_the_grace() {
         let script =
             format!("{job_control}(trap '' HUP; exec sleep 1000) & echo leftover $! done; wait");
         let (session, leftover, _) = spawn_with_leftover(&mut client, &script).await;
-        kill_with_grace(&mut client, &session.session_id, 200).await;
+        kill_with(&mut client, &session.session_id, pb::Signal::Hup, 200).await;
         exited(&client, &session.session_id).await;
         eventually(
             &format!("the child that ignored the hang-up to be killed ({script})"),
