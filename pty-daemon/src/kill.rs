@@ -20,10 +20,12 @@ const REAP_WAIT: Duration = Duration::from_secs(5);
 /// (its programs became another user: `sudo -i`, `su`) has its terminal
 /// hung up instead, as tmux's kill-session does: SIGHUP to its leader, the
 /// only signal the kernel sends there on our behalf. Once hung up, there is
-/// nothing more to send.
+/// nothing more to send. A leader reaped already is not signalled: its
+/// pid, the group's id, may be another's by now.
 pub fn signal_group(session: &Session, signal: Signal) -> Result<()> {
     let pid = session.pid();
-    match rustix::process::kill_process_group(pid, signal) {
+    let sent = session.while_running(|| rustix::process::kill_process_group(pid, signal));
+    match sent.unwrap_or(Ok(())) {
         Ok(()) | Err(rustix::io::Errno::SRCH) => Ok(()),
         Err(rustix::io::Errno::PERM) if session.terminal_in_use() => {
             tracing::info!(

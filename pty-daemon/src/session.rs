@@ -343,6 +343,14 @@ impl Session {
         self.state().exit
     }
 
+    /// `signal` (something done to the program by its pid) while the
+    /// program has not been reaped, so the pid is still its own; `None`
+    /// once it has exited.
+    pub fn while_running<T>(&self, signal: impl FnOnce() -> T) -> Option<T> {
+        let state = self.state();
+        state.exit.is_none().then(signal)
+    }
+
     /// When the program was reaped, on the boot clock.
     pub fn exited_at_boot(&self) -> Option<Duration> {
         self.exited_at_boot.get().copied()
@@ -713,10 +721,18 @@ impl Session {
         if reading {
             self.read_what_is_left().await;
         }
-        let exit = reap(&pidfd).await;
+        let exit = exit_status(&pidfd).await;
         tracing::debug!(session_id = %self.id, ?exit, "session exited");
         let _ = self.exited_at_boot.set(holdfast::proc_stat::since_boot());
-        self.state().exit = Some(exit);
+        {
+            // Recorded before the pid is freed, under the lock that
+            // signalling it by pid holds ([`Session::while_running`]): no
+            // signal meant for the program reaches a process that took its
+            // pid after it.
+            let mut state = self.state();
+            state.exit = Some(exit);
+            reap(&pidfd);
+        }
         self.generation.bump();
         // Broadcast before `exited` wakes anyone: a stopping daemon ends
         // the exit watches once every session has exited, and each watch
@@ -841,12 +857,13 @@ fn register(fd: OwnedFd, interest: Interest) -> io::Result<AsyncFd<OwnedFd>> {
     unsafe { AsyncFd::register_with_interest(fd, interest) }.map_err(io::Error::from)
 }
 
-/// Collects the exit status of an exited program through its pidfd.
-async fn reap(pidfd: &AsyncFd<OwnedFd>) -> ExitStatus {
+/// The exit status of a program that has exited, through its pidfd,
+/// leaving it to be reaped ([`reap`]): until then its pid is not free.
+async fn exit_status(pidfd: &AsyncFd<OwnedFd>) -> ExitStatus {
     loop {
         match rustix::process::waitid(
             WaitId::PidFd(pidfd.get_ref().as_fd()),
-            WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
+            WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
         ) {
             Ok(Some(status)) => {
                 return ExitStatus {
@@ -863,13 +880,30 @@ async fn reap(pidfd: &AsyncFd<OwnedFd>) -> ExitStatus {
             }
             Err(rustix::io::Errno::INTR) => {}
             Err(error) => {
-                tracing::error!(%error, "reaping a session failed");
+                tracing::error!(%error, "reading a session's exit status failed");
                 return ExitStatus {
                     code: None,
                     signal: None,
                     at: SystemTime::now(),
                 };
             }
+        }
+    }
+}
+
+/// Reaps a program whose exit [`exit_status`] has read, freeing its pid.
+fn reap(pidfd: &AsyncFd<OwnedFd>) {
+    loop {
+        match rustix::process::waitid(
+            WaitId::PidFd(pidfd.get_ref().as_fd()),
+            WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
+        ) {
+            Err(rustix::io::Errno::INTR) => {}
+            Err(error) => {
+                tracing::error!(%error, "reaping a session failed");
+                return;
+            }
+            Ok(_) => return,
         }
     }
 }
