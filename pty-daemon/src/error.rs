@@ -49,6 +49,9 @@ pub enum Error {
     /// The working directory for a spawn does not exist or is no directory.
     #[error("working directory {0} does not exist or is not a directory")]
     CwdNotFound(PathBuf),
+    /// The working directory for a spawn is one this user may not enter.
+    #[error("working directory {0} may not be entered by this user")]
+    CwdNotPermitted(PathBuf),
     /// The program to spawn could not be found or started.
     #[error("cannot start {program:?}: {reason}")]
     ProgramNotFound {
@@ -122,6 +125,9 @@ impl From<Error> for tonic::Status {
             Error::CwdNotFound(cwd) => {
                 refusal(Code::NotFound, Reason::CwdNotFound).about("cwd", cwd.display())
             }
+            Error::CwdNotPermitted(cwd) => {
+                refusal(Code::PermissionDenied, Reason::CwdNotPermitted).about("cwd", cwd.display())
+            }
             Error::ProgramNotFound { ref program, .. } => {
                 refusal(Code::NotFound, Reason::ProgramNotFound).about("program", program)
             }
@@ -154,5 +160,24 @@ impl From<Error> for tonic::Status {
             }
         }
         .into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Said of the field it concerns, with the reason clients match on.
+    #[test]
+    fn a_working_directory_that_may_not_be_entered_is_a_permission_refusal() {
+        let status = tonic::Status::from(Error::CwdNotPermitted("/root".into()));
+        assert_eq!(status.code(), tonic::Code::PermissionDenied);
+        assert_eq!(
+            status.message(),
+            "working directory /root may not be entered by this user"
+        );
+        let (reason, metadata) = holdfast::error_details::reason_of(&status).expect("a reason");
+        assert_eq!(reason, "CWD_NOT_PERMITTED");
+        assert_eq!(metadata.get("cwd").map(String::as_str), Some("/root"));
     }
 }

@@ -105,6 +105,11 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
     if !Path::new(&cwd).is_dir() {
         return Err(Error::CwdNotFound(cwd));
     }
+    // A directory without search permission would fail the child's chdir,
+    // which posix_spawn reports as the program's EACCES.
+    if rustix::fs::access(&cwd, rustix::fs::Access::EXEC_OK) == Err(rustix::io::Errno::ACCESS) {
+        return Err(Error::CwdNotPermitted(cwd));
+    }
     let (program, arg0, argv) = match spec.argv.split_first() {
         None => {
             let shell = env
