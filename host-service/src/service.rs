@@ -244,9 +244,11 @@ impl Host {
                 match self.open_stream(&session.session_id, Some(0), false).await {
                     Ok((events, _)) => Ok((session, events)),
                     Err(error) => {
-                        // Nothing is acknowledged yet: `create` ends it, as
-                        // any launch that failed after the program started.
+                        // Nothing is acknowledged yet, and the program runs
+                        // whatever the error says: it ends here (`create`
+                        // ends only what a failed spawn may have started).
                         tracing::warn!(session_id = %session.session_id, %error, "started a session but could not stream it");
+                        self.end_unregistered(&session.session_id).await;
                         Err(error)
                     }
                 }
@@ -472,11 +474,18 @@ impl Host {
             .memory
             .finish_create(&new.id, spawned.alive.then(|| new.in_memory(&spawned)));
         if !registered {
-            // Its workspace was closed (or it was disposed) while it was
+            // Its workspace was closed, or it was disposed (by its own
+            // program, say, which knows its id at once), while it was
             // starting: it never becomes visible; the row's stamp makes the
             // reaper's kill stick if this one fails.
             self.end_unregistered(&new.id).await;
-            return Err(Error::WorkspaceClosed(new.workspace_id));
+            let workspace = self.store.workspace(&new.workspace_id).await;
+            let closed = workspace.is_ok_and(|row| row.is_none_or(|row| row.closed_at.is_some()));
+            return Err(if closed {
+                Error::WorkspaceClosed(new.workspace_id)
+            } else {
+                Error::SessionDisposed(new.id)
+            });
         }
         tracing::info!(session_id = %new.id, workspace_id = %new.workspace_id, pid = spawned.pid, listed = new.listed, attached, "session created");
         Ok((new.into_proto(spawned), events))
