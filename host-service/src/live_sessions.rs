@@ -197,8 +197,9 @@ impl DaemonView {
 pub enum Rows<'a> {
     /// Reading them failed.
     Failed(&'a StoreError),
-    /// They did not come within the deadline.
-    Late,
+    /// They did not come within the time they were given: what was left
+    /// of the deadline when they were asked for.
+    Late(Duration),
 }
 
 /// Each workspace's last list, kept while what it was made from stands.
@@ -296,13 +297,22 @@ impl LiveSessionView {
             // connection, which writers stuck on another process's lock
             // may hold for seconds: they are not waited for past the
             // deadline either.
-            None => match tokio::time::timeout_at(until, self.render(workspace_id, &view)).await {
-                Ok(Ok(rendered)) => rendered,
-                Ok(Err(error)) => {
-                    return self.without_rows_of(workspace_id, Rows::Failed(&error), Some(&view));
+            None => {
+                let given = until.saturating_duration_since(Instant::now());
+                match tokio::time::timeout_at(until, self.render(workspace_id, &view)).await {
+                    Ok(Ok(rendered)) => rendered,
+                    Ok(Err(error)) => {
+                        return self.without_rows_of(
+                            workspace_id,
+                            Rows::Failed(&error),
+                            Some(&view),
+                        );
+                    }
+                    Err(_) => {
+                        return self.without_rows_of(workspace_id, Rows::Late(given), Some(&view));
+                    }
                 }
-                Err(_) => return self.without_rows_of(workspace_id, Rows::Late, Some(&view)),
-            },
+            }
         };
         LiveSessions {
             rendered,
@@ -327,9 +337,9 @@ impl LiveSessionView {
     ) -> LiveSessions {
         let reason = match rows {
             Rows::Failed(error) => format!("the database could not be read: {error}"),
-            Rows::Late => format!(
+            Rows::Late(given) => format!(
                 "the database did not answer within {} ms",
-                self.deadline.as_millis()
+                given.as_millis()
             ),
         };
         tracing::warn!(workspace_id, %reason, "listing from memory only");
@@ -459,16 +469,19 @@ impl LiveSessionView {
         if let Some(reason) = self.health.down_reason() {
             return Err(reason);
         }
-        let timed_out = || {
-            format!(
-                "the pty-daemon did not answer within {} ms",
-                self.deadline.as_millis()
-            )
-        };
         let last = self.last_list().clone();
         let known = last.as_ref().map(|last| last.generation);
         let left = || until.saturating_duration_since(Instant::now());
-        let answer = match self.list(known, left()).await? {
+        // What was left of the deadline: less than all of it when the
+        // workspace's row was read first.
+        let given = left();
+        let timed_out = || {
+            format!(
+                "the pty-daemon did not answer within {} ms",
+                given.as_millis()
+            )
+        };
+        let answer = match self.list(known, given).await? {
             Some(response) => self.remember(last, response),
             None => return Err(timed_out()),
         };

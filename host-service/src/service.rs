@@ -332,7 +332,10 @@ impl Host {
                 Ok(Err(error)) => {
                     return Ok(self.live.without_rows(workspace_id, Rows::Failed(&error)));
                 }
-                Err(_) => return Ok(self.live.without_rows(workspace_id, Rows::Late)),
+                Err(_) => {
+                    let late = Rows::Late(self.live.deadline);
+                    return Ok(self.live.without_rows(workspace_id, late));
+                }
             }
         }
         Ok(self.live.list_live_sessions(workspace_id, until).await)
