@@ -45,7 +45,7 @@ async fn the_web_page_lists_a_session_and_streams_its_output() {
             argv: [
                 "sh",
                 "-c",
-                "printf 'web page ready\\033[c\\033[6n\\033]11;?\\007\\n'; exec cat",
+                "printf 'web page ready\\033[c\\033[6n\\033]11;?\\007\\033[?1000h\\n'; exec cat",
             ]
             .map(String::from)
             .into(),
@@ -84,6 +84,7 @@ async fn the_web_page_lists_a_session_and_streams_its_output() {
     assert_eq!(next("echoed "), "typed in the browser");
     assert_eq!(next("attached "), "yes");
     let resized = size_of(&next("resized "));
+    assert_eq!(next("clicked"), "");
     assert!(
         attached_size.0 > 20 && attached_size.1 > 5,
         "attaching gave the session the page's terminal size, not {attached_size:?}"

@@ -98,11 +98,11 @@ function newTerminal() {
   for (const osc of [4, 5, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 52]) {
     terminal.parser.registerOscHandler(osc, (data) => replaying && data.split(";").includes("?"));
   }
-  terminal.onData((keys) => {
-    if (!attached || attached.ended) return;
-    typed += keys;
-    if (!sending) void sendKeys();
-  });
+  terminal.onData((keys) => type(encoder.encode(keys)));
+  // Mouse reports in the oldest encoding (a program that asks for `CSI ?
+  // 1000 h` alone, as mc and older programs do) are bytes, one a character
+  // of the string, some over 127: not text to encode.
+  terminal.onBinary((bytes) => type(Uint8Array.from(bytes, (c) => c.charCodeAt(0) & 0xff)));
   terminal.onResize(() => void sendSize());
   terminal.open(screen);
   fit.fit();
@@ -197,7 +197,7 @@ async function attach(sessionId: string) {
   const stop = new AbortController();
   const mine: NonNullable<typeof attached> = { sessionId, stop, attachment: "", ended: false };
   attached = mine;
-  typed = "";
+  typed = new Uint8Array();
   viewing.textContent = sessionId;
   delete screen.dataset.size;
   newTerminal();
@@ -274,7 +274,14 @@ async function sendSize() {
 }
 
 /** Keys typed while a write is on its way, sent together after it, in order. */
-let typed = "";
+let typed = new Uint8Array();
+
+/** Sends `keys` to the session shown, after what was typed before. */
+function type(keys: Uint8Array) {
+  if (!attached || attached.ended) return;
+  typed = joined(typed, keys);
+  if (!sending) void sendKeys();
+}
 let sending = false;
 /** The most one write carries: a paste beyond it goes in several, in order. */
 const WRITE_BYTES = 64 * 1024;
@@ -301,9 +308,9 @@ async function sendKeys() {
   sending = true;
   let waiting = new Uint8Array();
   let pause = 10;
-  while (attached === shown && (typed || waiting.length > 0)) {
-    waiting = joined(waiting, encoder.encode(typed));
-    typed = "";
+  while (attached === shown && (typed.length > 0 || waiting.length > 0)) {
+    waiting = joined(waiting, typed);
+    typed = new Uint8Array();
     const data = waiting.subarray(0, WRITE_BYTES);
     try {
       await terminals.writeInput({ sessionId: shown.sessionId, data, attachment: shown.attachment });
@@ -318,12 +325,12 @@ async function sendKeys() {
       }
       note(describe(error));
       waiting = new Uint8Array();
-      typed = "";
+      typed = new Uint8Array();
     }
   }
   sending = false;
   // Keys typed in another session picked meanwhile.
-  if (typed && attached) void sendKeys();
+  if (typed.length > 0 && attached) void sendKeys();
 }
 
 newTerminal();

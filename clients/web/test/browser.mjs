@@ -4,7 +4,8 @@
 // session, the list shows the page as attached, and the session takes the
 // terminal's size, then its new size when the window shrinks (printed as
 // COLSxROWS, for the caller to check against the session) and the list
-// shows it. Prints one line per check; exits non-zero on failure.
+// shows it; a click reaches the session as a mouse report. Prints one line
+// per check; exits non-zero on failure.
 //
 //   node test/browser.mjs HOST_URL WORKSPACE_ID SESSION_ID MARKER
 //
@@ -68,7 +69,11 @@ try {
   console.log(`size ${size}`);
 
   const line = "typed in the browser";
-  await page.locator("#terminal").click();
+  // Near the top left corner: mouse reports (below) carry its cell as
+  // bytes 32 + column and 32 + row, which stay clear of what the history
+  // check looks for.
+  const corner = { position: { x: 20, y: 10 } };
+  await page.locator("#terminal").click(corner);
   await page.keyboard.type(line);
   await page.keyboard.press("Enter");
   // The terminal echoes the line and `cat` writes it back: two copies.
@@ -96,6 +101,18 @@ try {
     }, sessionId)
   ).jsonValue();
   console.log(`resized ${resized}`);
+
+  // The session asked for mouse reports in the oldest encoding (`CSI ? 1000
+  // h`): a click reaches it as `ESC [ M` and three bytes, which its
+  // terminal echoes as `^[[M` (one more for the press, one for the release).
+  const reports = () => page.evaluate(() => document.querySelector("#terminal .xterm-rows").textContent.split("^[[M").length - 1);
+  const before = await reports();
+  await page.locator("#terminal").click(corner);
+  await page.waitForFunction(
+    (b) => document.querySelector("#terminal .xterm-rows").textContent.split("^[[M").length - 1 > b,
+    before,
+  );
+  console.log("clicked");
   if (problems.length) throw new Error(problems.join("\n"));
 } catch (error) {
   console.error(String(error));
