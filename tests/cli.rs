@@ -121,9 +121,29 @@ fn holdfast(address: &str, args: &[&str]) -> Output {
 
 /// What bash offers when TAB is pressed after `line` (its words, the last
 /// one being completed), with the script `holdfast completions bash`
-/// printed; flags left out (clap offers them beside any value).
+/// printed and `HOLDFAST_ADDR` set to `address`; flags left out (clap
+/// offers them beside any value). The words reach the script as bash
+/// gives them, split at `:` and `=` too.
 fn bash_completes(address: &str, line: &[&str]) -> Vec<String> {
     let script = stdout_of(&holdfast(address, &["completions", "bash"]));
+    let mut words = Vec::new();
+    for (at, word) in line.iter().enumerate() {
+        let mut piece = String::new();
+        for c in word.chars() {
+            if matches!(c, ':' | '=') {
+                if !piece.is_empty() {
+                    words.push(std::mem::take(&mut piece));
+                }
+                words.push(c.to_string());
+            } else {
+                piece.push(c);
+            }
+        }
+        // The word being completed, last, may be empty.
+        if !piece.is_empty() || at == line.len() - 1 {
+            words.push(piece);
+        }
+    }
     let completed = Command::new("bash")
         .args([
             "-c",
@@ -133,7 +153,9 @@ fn bash_completes(address: &str, line: &[&str]) -> Vec<String> {
             "bash",
             &script,
         ])
-        .args(line)
+        .args(&words)
+        .env("HOLDFAST_ADDR", address)
+        .env_remove("HOLDFAST_AUTH_TOKEN")
         .output()
         .expect("run bash");
     let mut offered: Vec<String> = stdout_of(&completed)
@@ -187,6 +209,30 @@ async fn completions_offer_the_names_of_live_sessions_and_open_workspaces() {
     let spaced = host.create_session(named("two words")).await;
     let ended = host.create_session(named("ended")).await;
     host.dispose(&ended.session_id).await;
+    // No name, and titled by its program as another is named: `holdfast`
+    // would find the named one by that word, so this one goes by its id.
+    let titled = host
+        .create_session(session_request(
+            &workspace,
+            &["sh", "-c", "printf '\\033]2;editor\\007'; exec sleep 600"],
+        ))
+        .await;
+    support::eventually("the program's title", || {
+        let mut terminals = host.terminals.clone();
+        let request = pb::ListSessionsRequest {
+            workspace_id: workspace.clone(),
+            ..Default::default()
+        };
+        let id = titled.session_id.clone();
+        async move {
+            let list = terminals.list_sessions(request).await.ok()?.into_inner();
+            list.sessions
+                .iter()
+                .any(|s| s.session_id == id && s.title == "editor")
+                .then_some(())
+        }
+    })
+    .await;
 
     let address = host.address.clone();
     let mut expected = vec![
@@ -194,6 +240,7 @@ async fn completions_offer_the_names_of_live_sessions_and_open_workspaces() {
         twins[0].session_id.clone(),
         twins[1].session_id.clone(),
         spaced.session_id.clone(),
+        titled.session_id.clone(),
     ];
     expected.sort();
     let line = ["holdfast", "--addr", &address, "attach", ""];
@@ -600,6 +647,19 @@ async fn detaching_switches_back_the_modes_a_program_set() {
         after.contains("\x1b[<1u\x1b[?2004l\x1b[?1049l\x1b[?25h\x1b[0m"),
         "the modes are switched back before the detach is told: {after:?}"
     );
+}
+
+/// When the session it shows ends, `attach` returns to its shell at once,
+/// though it was reading the keyboard (a read no key will end).
+#[tokio::test]
+async fn attach_returns_as_soon_as_its_session_ends() {
+    let (_home, mut host, workspace, target) =
+        host_running("ends", "echo waiting; read x; exit 3").await;
+    let (_viewer, mut screen) = viewer_of(&mut host, &workspace, &target.session_id, &[]).await;
+    receive_host_text(&mut screen, "waiting").await;
+    host.write_input(&target.session_id, "go\n").await;
+    let exited = receive_host_exit(&mut screen).await;
+    assert_eq!(exited.exit_code, Some(3), "it exits as its session did");
 }
 
 /// Another detach key (vim uses Ctrl-] for its tags): Ctrl-] then reaches

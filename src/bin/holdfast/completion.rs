@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use clap::CommandFactory;
@@ -25,11 +26,75 @@ const VARIABLE: &str = "HOLDFAST_COMPLETE";
 /// How long a TAB may wait for names; past it, none are offered.
 const PATIENCE: Duration = Duration::from_secs(2);
 
+/// The words of the command line being completed, as [`complete_if_asked`]
+/// gave them to clap.
+static WORDS: OnceLock<Vec<OsString>> = OnceLock::new();
+
 /// Completes and exits, if the shell called us to complete a command line.
 pub fn complete_if_asked() {
-    CompleteEnv::with_factory(Cli::command)
+    let Some(shell) = std::env::var_os(VARIABLE) else {
+        return;
+    };
+    let mut args: Vec<OsString> = std::env::args_os().collect();
+    if shell == "bash" {
+        const INDEX: &str = "_CLAP_COMPLETE_INDEX";
+        let index = std::env::var(INDEX)
+            .ok()
+            .and_then(|index| index.parse().ok());
+        let (words, moved) = rejoined(args, index);
+        args = words;
+        if let Some(index) = moved.filter(|moved| Some(*moved) != index) {
+            // SAFETY: set while the process has one thread, before clap
+            // reads it (as clap_complete itself removes its variable).
+            unsafe { std::env::set_var(INDEX, index.to_string()) };
+        }
+    }
+    let words = args.iter().skip_while(|arg| *arg != "--").skip(1).cloned();
+    let _ = WORDS.set(words.collect());
+    let current_dir = std::env::current_dir().ok();
+    match CompleteEnv::with_factory(Cli::command)
         .var(VARIABLE)
-        .complete();
+        .try_complete(args, current_dir.as_deref())
+    {
+        Ok(true) => std::process::exit(0),
+        Ok(false) => {}
+        Err(error) => error.exit(),
+    }
+}
+
+/// The command line as typed, from the words bash gives (after `--`):
+/// bash splits words at `:` and `=` as well (COMP_WORDBREAKS), so `--addr
+/// 127.0.0.1:7078` comes as `127.0.0.1`, `:`, `7078`, which clap would read
+/// as three arguments. Those pieces are joined again, and `index`, of the
+/// word being completed among them, moved to match.
+fn rejoined(args: Vec<OsString>, index: Option<usize>) -> (Vec<OsString>, Option<usize>) {
+    let start = args
+        .iter()
+        .position(|arg| arg == "--")
+        .map_or(args.len(), |at| at + 1);
+    let is_break = |word: &OsString| {
+        let word = word.as_encoded_bytes();
+        !word.is_empty() && word.iter().all(|byte| matches!(byte, b':' | b'='))
+    };
+    let mut joined: Vec<OsString> = args[..start].to_vec();
+    let mut new_index = index;
+    // Whether the next word goes on the last one (it follows a break).
+    let mut glue = false;
+    for (at, word) in args[start..].iter().enumerate() {
+        let last_is_ours = joined.len() > start;
+        if last_is_ours && (glue || is_break(word)) {
+            if let Some(last) = joined.last_mut() {
+                last.push(word);
+            }
+            if index.is_some_and(|index| at <= index) {
+                new_index = new_index.map(|index| index - 1);
+            }
+        } else {
+            joined.push(word.clone());
+        }
+        glue = is_break(word);
+    }
+    (joined, new_index)
 }
 
 /// The script that has `shell` ask `holdfast` for completions, calling
@@ -59,12 +124,18 @@ pub fn sessions() -> Vec<CompletionCandidate> {
         .iter()
         .flat_map(|(workspace, list)| list.sessions.iter().map(move |s| (workspace, s)))
         .collect();
-    let names = counts(sessions.iter().map(|(_, s)| crate::shown::name_of(s)));
+    let names = counts(sessions.iter().map(|(_, s)| s.name.as_str()));
+    let titles = counts(sessions.iter().map(|(_, s)| s.title.as_str()));
+    // As `holdfast` finds a session: by name, failing that by title.
+    let finds_only_it = |session: &pb::Session, given: &str| match names.get(given) {
+        Some(&count) => count == 1 && session.name == given,
+        None => titles.get(given) == Some(&1) && session.title == given,
+    };
     sessions
         .into_iter()
         .map(|(workspace, session)| {
             let name = crate::shown::name_of(session);
-            let value = if names[name] == 1 && plain(name) {
+            let value = if plain(name) && finds_only_it(session, name) {
                 name
             } else {
                 &session.session_id
@@ -109,19 +180,23 @@ fn ask<T, F>(call: impl FnOnce(crate::Clients) -> F) -> Option<T>
 where
     F: Future<Output = anyhow::Result<T>>,
 {
-    let (addr, token) = host_of(std::env::args_os().skip_while(|arg| arg != "--").skip(1));
+    let (addr, token) = host_of(WORDS.get().into_iter().flatten().cloned());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .ok()?;
-    runtime.block_on(async {
+    let answer = runtime.block_on(async {
         tokio::time::timeout(PATIENCE, async {
             call(connect(&addr, token.as_deref()).await?).await
         })
         .await
         .ok()?
         .ok()
-    })
+    });
+    // Not waiting for a name lookup still under way on a blocking thread
+    // (a slow DNS): the TAB is answered now.
+    runtime.shutdown_background();
+    answer
 }
 
 /// The host-service address and token of a command line being typed, as
@@ -154,10 +229,13 @@ fn counts<'a>(names: impl Iterator<Item = &'a str>) -> HashMap<&'a str, usize> {
     counts
 }
 
-/// Whether a shell takes `name` as one word as it is (nothing to quote),
-/// so that a completed name is the name.
+/// Whether a shell takes `name` as one word as it is (nothing to quote, no
+/// `:` or `=`, where bash splits words), so that a completed name is the
+/// name.
 fn plain(name: &str) -> bool {
-    !name.is_empty() && shlex::try_quote(name).is_ok_and(|quoted| quoted == name)
+    !name.is_empty()
+        && !name.contains([':', '='])
+        && shlex::try_quote(name).is_ok_and(|quoted| quoted == name)
 }
 
 #[cfg(test)]
@@ -185,8 +263,36 @@ mod tests {
     }
 
     #[test]
+    fn words_bash_split_at_colons_and_equals_are_joined_again() {
+        let args = words("holdfast -- holdfast --addr 127.0.0.1 : 7078 attach ed");
+        let (joined, index) = rejoined(args.collect(), Some(6));
+        let joined: Vec<_> = joined
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            joined,
+            [
+                "holdfast",
+                "--",
+                "holdfast",
+                "--addr",
+                "127.0.0.1:7078",
+                "attach",
+                "ed"
+            ]
+        );
+        assert_eq!(index, Some(4), "still the word being completed");
+        let args = words("holdfast -- holdfast --addr = [ : : 1] : 8 ls");
+        let (joined, index) = rejoined(args.collect(), Some(9));
+        assert_eq!(joined[3], "--addr=[::1]:8");
+        assert_eq!((joined.len(), index), (5, Some(2)));
+    }
+
+    #[test]
     fn names_a_shell_would_split_or_change_are_not_offered_as_they_are() {
-        assert!(plain("editor") && plain("dev-server.2") && plain("a:b"));
+        assert!(plain("editor") && plain("dev-server.2") && plain("a_b"));
         assert!(!plain("") && !plain("two words") && !plain("a$b") && !plain("it's"));
+        assert!(!plain("a:b") && !plain("a=b"), "bash splits words there");
     }
 }

@@ -260,19 +260,23 @@ fn main() {
     // asks the host-service on a runtime of its own.
     completion::complete_if_asked();
     let cli = Cli::parse();
-    let code = match tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()
-        .map_err(anyhow::Error::from)
-        .and_then(|runtime| runtime.block_on(run(cli)))
-    {
-        Ok(code) => code,
-        Err(error) => {
+        .build();
+    let code = match runtime.map_err(anyhow::Error::from).map(|runtime| {
+        let code = runtime.block_on(run(cli));
+        // Never dropped: dropping a runtime waits for its blocking threads,
+        // and one may be reading the keyboard (attach), which only a key
+        // would end.
+        std::mem::forget(runtime);
+        code
+    }) {
+        Ok(Ok(code)) => code,
+        Ok(Err(error)) | Err(error) => {
             eprintln!("holdfast: {error:#}");
             1
         }
     };
-    // Exit at once: a pending read of the keyboard must not hold us here.
     std::process::exit(code.into());
 }
 
