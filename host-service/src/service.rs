@@ -248,7 +248,9 @@ impl Host {
                         // whatever the error says: it ends here (`create`
                         // ends only what a failed spawn may have started).
                         tracing::warn!(session_id = %session.session_id, %error, "started a session but could not stream it");
-                        self.end_unregistered(&session.session_id).await;
+                        let host = self.clone();
+                        let session_id = session.session_id.clone();
+                        tokio::spawn(async move { host.end_unregistered(&session_id).await });
                         Err(error)
                     }
                 }
@@ -482,8 +484,11 @@ impl Host {
             // starting: it never becomes visible; the row's stamp makes the
             // reaper's kill stick if this one fails.
             self.end_unregistered(&new.id).await;
-            let workspace = self.store.workspace(&new.workspace_id).await;
-            let closed = workspace.is_ok_and(|row| row.is_none_or(|row| row.closed_at.is_some()));
+            // Unread, it was most likely the close.
+            let closed = match self.store.workspace(&new.workspace_id).await {
+                Ok(Some(workspace)) => workspace.closed_at.is_some(),
+                Ok(None) | Err(_) => true,
+            };
             return Err(if closed {
                 Error::WorkspaceClosed(new.workspace_id)
             } else {

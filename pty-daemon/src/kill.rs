@@ -35,6 +35,7 @@ pub fn signal_group(session: &Session, signal: Signal) -> Result<()> {
             );
             session
                 .hang_up()
+                .map(drop)
                 .map_err(|error| Error::io("hanging up the terminal", error))
         }
         Err(rustix::io::Errno::PERM) => {

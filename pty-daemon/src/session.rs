@@ -360,20 +360,31 @@ impl Session {
     /// tmux session does: the kernel sends SIGHUP and SIGCONT to the
     /// session's leader, whoever's it is, which no signal from this user
     /// reaches once its programs became another user (`sudo -i`). What the
-    /// terminal held unread goes with it; input and resizes are refused
-    /// from then on, as for a program that let go of its terminal.
+    /// terminal held unread goes with it, and the input waiting for it;
+    /// input and resizes are refused from then on, as for a program that
+    /// let go of its terminal. Nothing is done once the program has exited
+    /// (its last output is being read) or the terminal is hung up already;
+    /// returns whether it was hung up now.
     ///
     /// The master's descriptor number is kept, now /dev/null's: the
     /// reading and writing that hold it meet an end of file instead of the
-    /// next file this process opens under that number.
-    pub fn hang_up(&self) -> io::Result<()> {
+    /// next file this process opens under that number. (Its registration
+    /// with the reactor is left behind when the session goes: a few dozen
+    /// bytes, once per session hung up so.)
+    pub fn hang_up(&self) -> io::Result<bool> {
         use std::os::fd::AsRawFd;
         let null = rustix::fs::open(
             "/dev/null",
             rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
             rustix::fs::Mode::empty(),
         )?;
-        self.hung_up.store(true, Ordering::Release);
+        // Under both locks, in the order writes take them: no write or
+        // resize is half way through when the terminal goes.
+        let mut input = self.input();
+        let state = self.state();
+        if state.exit.is_some() || self.hung_up.load(Ordering::Acquire) {
+            return Ok(false);
+        }
         // SAFETY: both descriptors are open and owned (the master by
         // `self`, for as long as it lives); dup3 closes the master's
         // reference to the terminal and puts /dev/null at its number,
@@ -388,7 +399,9 @@ impl Session {
         if result == -1 {
             return Err(io::Error::last_os_error());
         }
-        Ok(())
+        self.hung_up.store(true, Ordering::Release);
+        input.clear();
+        Ok(true)
     }
 
     /// Whether any process still has the terminal open (the master reports
