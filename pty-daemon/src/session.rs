@@ -477,9 +477,12 @@ impl Session {
                     Err(rustix::io::Errno::INTR) => {}
                     Err(rustix::io::Errno::AGAIN) => break,
                     // Older kernels answer EIO once no one holds the
-                    // other side (none of this write taken yet: refused
-                    // whole, as promised).
-                    Err(rustix::io::Errno::IO) if rest.len() == data.len() => {
+                    // other side. Before any of this write was taken, it
+                    // is refused whole, as promised; part way through (the
+                    // program let go of its terminal meanwhile), what was
+                    // taken reaches no one either, and the refusal says
+                    // why rather than failing INTERNAL.
+                    Err(rustix::io::Errno::IO) => {
                         return Err(Error::TerminalClosed(self.id.clone()));
                     }
                     Err(error) => {
