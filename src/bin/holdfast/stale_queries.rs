@@ -26,6 +26,10 @@ pub struct History {
     /// A query ended by the `ESC` of a string terminator (`ESC \`) was
     /// just left out: its `\` goes too.
     terminator_left: bool,
+    /// Control characters (a line feed, a carriage return) read inside the
+    /// sequence begun at `start`: a terminal carries them out where they
+    /// come, even inside a sequence, so they stay when a query goes.
+    controls: Vec<u8>,
 }
 
 impl History {
@@ -37,6 +41,7 @@ impl History {
             held: Vec::new(),
             start: None,
             terminator_left: false,
+            controls: Vec::new(),
         }
     }
 
@@ -104,7 +109,11 @@ impl History {
         self.seen.query = false;
         self.seen.terminator = false;
         self.seen.after_query = std::mem::take(&mut self.terminator_left);
+        self.seen.executed = false;
         self.parser.advance(&mut self.seen, &[byte]);
+        if self.seen.executed && self.start.is_some() {
+            self.controls.push(byte);
+        }
         if byte == 0x1b {
             match (self.start, self.seen.ended) {
                 // It ended a string (OSC, DCS) begun at `began`, as the
@@ -122,7 +131,10 @@ impl History {
                 // It cut a sequence short: what was read of that one
                 // does nothing, and goes with the next if that is a query.
                 (Some(_), false) => {}
-                (None, _) => self.start = Some(at),
+                (None, _) => {
+                    self.start = Some(at);
+                    self.controls.clear();
+                }
             }
             return;
         }
@@ -134,8 +146,10 @@ impl History {
                 || (self.seen.terminator && is_kitty_graphics_query(&shown[began..])))
         {
             shown.truncate(began);
+            shown.append(&mut self.controls);
         }
         self.start = None;
+        self.controls.clear();
     }
 }
 
@@ -167,6 +181,8 @@ struct Seen {
     /// A DCS query (`DCS $ q`, `DCS + q`) is being read, since an
     /// earlier byte.
     dcs_query: bool,
+    /// The byte was a control character the terminal carries out.
+    executed: bool,
 }
 
 impl vte::Perform for Seen {
@@ -178,6 +194,8 @@ impl vte::Perform for Seen {
         // CAN and SUB abandon a sequence.
         if matches!(byte, 0x18 | 0x1a) {
             self.ended = true;
+        } else {
+            self.executed = true;
         }
     }
 
@@ -346,6 +364,20 @@ mod tests {
         let mut history = History::new(Some(100));
         assert_eq!(&*history.shown(0, b"text\x1b["), b"text");
         assert_eq!(&*history.shown(6, b"1mmore"), b"\x1b[1mmore");
+    }
+
+    /// A terminal carries out a line feed or a carriage return where it
+    /// comes, even inside a sequence: they stay when the query goes, in a
+    /// chunk or across two.
+    #[test]
+    fn control_characters_inside_a_query_stay_when_it_goes() {
+        let history: &[u8] = b"a\x1b[6\r\nnb\x1b[1\n;31mc";
+        assert_eq!(
+            shown(history.len() as u64, &[history]),
+            b"a\r\nb\x1b[1\n;31mc"
+        );
+        let chunks: [&[u8]; 2] = [b"a\x1b[\n", b"\x08cb"];
+        assert_eq!(shown(8, &chunks), b"a\n\x08b");
     }
 
     #[test]
