@@ -175,7 +175,8 @@ enum Command {
     /// Dispose of a session: it is killed and never listed again. Its
     /// programs get SIGHUP (as when a terminal closes), then SIGKILL for
     /// what is left after 1 s, unless told otherwise (`-s TERM -t 30`, as
-    /// `docker stop -t 30` gives).
+    /// `docker stop -t 30` gives). A root shell in it (`sudo -i`) has its
+    /// terminal hung up instead, as tmux's kill-session does.
     Kill {
         /// The session: its id, a unique start of it, its name or its title.
         #[arg(add = ArgValueCandidates::new(completion::sessions))]
