@@ -260,6 +260,15 @@ async fn completions_offer_the_names_of_live_sessions_and_open_workspaces() {
         ["builds"],
         "open workspaces only"
     );
+    // Joined to its flag by `=`, where bash cuts the word: what bash puts
+    // in place of `bu` is the name alone.
+    assert_eq!(
+        bash_completes(
+            "127.0.0.1:1",
+            &["holdfast", "--addr", &address, "ls", "--workspace=bu"]
+        ),
+        ["builds"]
+    );
 }
 
 #[tokio::test]

@@ -482,8 +482,11 @@ impl Host {
             // Its workspace was closed, or it was disposed (by its own
             // program, say, which knows its id at once), while it was
             // starting: it never becomes visible; the row's stamp makes the
-            // reaper's kill stick if this one fails.
-            self.end_unregistered(&new.id).await;
+            // reaper's kill stick if this one fails. Not waited for: the
+            // answer does not hang on the daemon.
+            let host = self.clone();
+            let session_id = new.id.clone();
+            tokio::spawn(async move { host.end_unregistered(&session_id).await });
             // Unread, it was most likely the close.
             let closed = match self.store.workspace(&new.workspace_id).await {
                 Ok(Some(workspace)) => workspace.closed_at.is_some(),

@@ -252,6 +252,10 @@ pub struct Session {
     exited_at_boot: std::sync::OnceLock<Duration>,
     /// Set once [`Session::hang_up`] has closed the terminal.
     hung_up: AtomicBool,
+    /// Set (under the state lock) once the program has exited, before
+    /// what it left in the terminal is read: from then on the terminal is
+    /// not hung up, which would lose that last output.
+    leader_exited: AtomicBool,
 }
 
 impl Session {
@@ -310,6 +314,7 @@ impl Session {
             generation,
             exited_at_boot: std::sync::OnceLock::new(),
             hung_up: AtomicBool::new(false),
+            leader_exited: AtomicBool::new(false),
         });
         let driver = Arc::clone(&session).drive(pidfd, exits);
         Ok((session, driver))
@@ -381,8 +386,8 @@ impl Session {
         // Under both locks, in the order writes take them: no write or
         // resize is half way through when the terminal goes.
         let mut input = self.input();
-        let state = self.state();
-        if state.exit.is_some() || self.hung_up.load(Ordering::Acquire) {
+        let _state = self.state();
+        if self.leader_exited.load(Ordering::Acquire) || self.hung_up.load(Ordering::Acquire) {
             return Ok(false);
         }
         // SAFETY: both descriptors are open and owned (the master by
@@ -733,6 +738,10 @@ impl Session {
                     }
                 },
             }
+        }
+        {
+            let _state = self.state();
+            self.leader_exited.store(true, Ordering::Release);
         }
         if reading {
             self.read_what_is_left().await;

@@ -35,22 +35,17 @@ pub fn complete_if_asked() {
     let Some(shell) = std::env::var_os(VARIABLE) else {
         return;
     };
-    let mut args: Vec<OsString> = std::env::args_os().collect();
-    if shell == "bash" {
-        const INDEX: &str = "_CLAP_COMPLETE_INDEX";
-        let index = std::env::var(INDEX)
-            .ok()
-            .and_then(|index| index.parse().ok());
-        let (words, moved) = rejoined(args, index);
-        args = words;
-        if let Some(index) = moved.filter(|moved| Some(*moved) != index) {
-            // SAFETY: set while the process has one thread, before clap
-            // reads it (as clap_complete itself removes its variable).
-            unsafe { std::env::set_var(INDEX, index.to_string()) };
-        }
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let words: Vec<OsString> = args
+        .iter()
+        .skip_while(|arg| *arg != "--")
+        .skip(1)
+        .cloned()
+        .collect();
+    if shell == "bash" && !words.is_empty() {
+        complete_for_bash(words);
     }
-    let words = args.iter().skip_while(|arg| *arg != "--").skip(1).cloned();
-    let _ = WORDS.set(words.collect());
+    let _ = WORDS.set(words);
     let current_dir = std::env::current_dir().ok();
     match CompleteEnv::with_factory(Cli::command)
         .var(VARIABLE)
@@ -62,35 +57,63 @@ pub fn complete_if_asked() {
     }
 }
 
-/// The command line as typed, from the words bash gives (after `--`):
-/// bash splits words at `:` and `=` as well (COMP_WORDBREAKS), so `--addr
-/// 127.0.0.1:7078` comes as `127.0.0.1`, `:`, `7078`, which clap would read
-/// as three arguments. Those pieces are joined again, and `index`, of the
-/// word being completed among them, moved to match.
-fn rejoined(args: Vec<OsString>, index: Option<usize>) -> (Vec<OsString>, Option<usize>) {
-    let start = args
+/// Completes for bash, as clap_complete's bash support does but for one
+/// thing: bash splits words at `:` and `=` as well (COMP_WORDBREAKS), so
+/// `--addr 127.0.0.1:7078` comes as `127.0.0.1`, `:`, `7078`, which clap
+/// would read as three arguments, and bash replaces only the piece after
+/// the last `:` or `=` with what is offered. The pieces are joined again
+/// for clap, and what it offers loses what comes before that piece.
+fn complete_for_bash(words: Vec<OsString>) -> ! {
+    let index = std::env::var("_CLAP_COMPLETE_INDEX")
+        .ok()
+        .and_then(|index| index.parse().ok())
+        .unwrap_or(words.len() - 1);
+    let piece = words.get(index).map_or(0, |word| word.len());
+    let (words, index) = rejoined(words, index);
+    let whole = words.get(index).map_or(0, |word| word.len());
+    let before = words
+        .get(index)
+        .map(|word| word.as_encoded_bytes()[..whole - piece].to_vec())
+        .unwrap_or_default();
+    let _ = WORDS.set(words.clone());
+    let current_dir = std::env::current_dir().ok();
+    let offered =
+        clap_complete::engine::complete(&mut Cli::command(), words, index, current_dir.as_deref())
+            .unwrap_or_default();
+    let offered: Vec<String> = offered
         .iter()
-        .position(|arg| arg == "--")
-        .map_or(args.len(), |at| at + 1);
+        .map(|candidate| {
+            let value = candidate.get_value().as_encoded_bytes();
+            String::from_utf8_lossy(value.strip_prefix(&before[..]).unwrap_or(value)).into_owned()
+        })
+        .collect();
+    let separator = std::env::var("_CLAP_IFS").unwrap_or_else(|_| "\n".into());
+    print!("{}", offered.join(&separator));
+    std::process::exit(0)
+}
+
+/// `words` as typed, from the words bash gives: a piece of nothing but
+/// `:` and `=` joins the words on both sides of it again. `index`, of the
+/// word being completed, moves to match.
+fn rejoined(words: Vec<OsString>, index: usize) -> (Vec<OsString>, usize) {
     let is_break = |word: &OsString| {
         let word = word.as_encoded_bytes();
         !word.is_empty() && word.iter().all(|byte| matches!(byte, b':' | b'='))
     };
-    let mut joined: Vec<OsString> = args[..start].to_vec();
+    let mut joined: Vec<OsString> = Vec::with_capacity(words.len());
     let mut new_index = index;
     // Whether the next word goes on the last one (it follows a break).
     let mut glue = false;
-    for (at, word) in args[start..].iter().enumerate() {
-        let last_is_ours = joined.len() > start;
-        if last_is_ours && (glue || is_break(word)) {
-            if let Some(last) = joined.last_mut() {
+    for (at, word) in words.iter().enumerate() {
+        let glued = glue || is_break(word);
+        match joined.last_mut() {
+            Some(last) if glued => {
                 last.push(word);
+                if at <= index {
+                    new_index -= 1;
+                }
             }
-            if index.is_some_and(|index| at <= index) {
-                new_index = new_index.map(|index| index - 1);
-            }
-        } else {
-            joined.push(word.clone());
+            _ => joined.push(word.clone()),
         }
         glue = is_break(word);
     }
@@ -264,29 +287,26 @@ mod tests {
 
     #[test]
     fn words_bash_split_at_colons_and_equals_are_joined_again() {
-        let args = words("holdfast -- holdfast --addr 127.0.0.1 : 7078 attach ed");
-        let (joined, index) = rejoined(args.collect(), Some(6));
+        let (joined, index) = rejoined(
+            words("holdfast --addr 127.0.0.1 : 7078 attach ed").collect(),
+            6,
+        );
         let joined: Vec<_> = joined
             .iter()
             .map(|w| w.to_string_lossy().into_owned())
             .collect();
         assert_eq!(
             joined,
-            [
-                "holdfast",
-                "--",
-                "holdfast",
-                "--addr",
-                "127.0.0.1:7078",
-                "attach",
-                "ed"
-            ]
+            ["holdfast", "--addr", "127.0.0.1:7078", "attach", "ed"]
         );
-        assert_eq!(index, Some(4), "still the word being completed");
-        let args = words("holdfast -- holdfast --addr = [ : : 1] : 8 ls");
-        let (joined, index) = rejoined(args.collect(), Some(9));
-        assert_eq!(joined[3], "--addr=[::1]:8");
-        assert_eq!((joined.len(), index), (5, Some(2)));
+        assert_eq!(index, 4, "still the word being completed");
+        let (joined, index) = rejoined(
+            words("holdfast --addr = [ :: 1] : 8 ls -w = bu").collect(),
+            11,
+        );
+        assert_eq!(joined[1], "--addr=[::1]:8");
+        assert_eq!(joined[3], "-w=bu");
+        assert_eq!((joined.len(), index), (4, 3));
     }
 
     #[test]

@@ -265,12 +265,13 @@ fn main() {
         .enable_all()
         .build();
     let code = match runtime.map_err(anyhow::Error::from).map(|runtime| {
-        let code = runtime.block_on(run(cli));
-        // Never dropped: dropping a runtime waits for its blocking threads,
-        // and one may be reading the keyboard (attach), which only a key
-        // would end.
+        let ran =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(run(cli))));
+        // Never dropped, not even by a panic: dropping a runtime waits for
+        // its blocking threads, and one may be reading the keyboard
+        // (attach), which only a key would end.
         std::mem::forget(runtime);
-        code
+        ran.unwrap_or_else(|_| std::process::exit(101))
     }) {
         Ok(Ok(code)) => code,
         Ok(Err(error)) | Err(error) => {

@@ -111,7 +111,8 @@ impl History {
         self.seen.after_query = std::mem::take(&mut self.terminator_left);
         self.seen.executed = false;
         self.parser.advance(&mut self.seen, &[byte]);
-        if self.seen.executed && self.start.is_some() {
+        // ENQ inside a query goes with it, as it goes anywhere (above).
+        if self.seen.executed && self.start.is_some() && byte != 0x05 {
             self.controls.push(byte);
         }
         if byte == 0x1b {
@@ -121,11 +122,14 @@ impl History {
                 // stays, and its `\` goes after it.
                 (Some(began), true) => {
                     if self.seen.query {
-                        shown.drain(began..at);
-                        self.start = Some(began);
+                        // The controls of a sequence it cut short stay.
+                        let kept = self.controls.len();
+                        shown.splice(began..at, self.controls.drain(..));
+                        self.start = Some(began + kept);
                         self.terminator_left = true;
                     } else {
                         self.start = Some(at);
+                        self.controls.clear();
                     }
                 }
                 // It cut a sequence short: what was read of that one
@@ -375,6 +379,13 @@ mod tests {
         assert_eq!(
             shown(history.len() as u64, &[history]),
             b"a\r\nb\x1b[1\n;31mc"
+        );
+        // Once each: kept in a title that stays, kept from a sequence cut
+        // short by a query that goes; ENQ goes with its query.
+        let history: &[u8] = b"<\x1b[\n\x1b]0;t\x1b\\\x1b[6n|\x1b[\r\x1b]11;?\x1b\\|\x1b[\x056n>";
+        assert_eq!(
+            shown(history.len() as u64, &[history]),
+            b"<\x1b[\n\x1b]0;t\x1b\\|\r|>"
         );
         let chunks: [&[u8]; 2] = [b"a\x1b[\n", b"\x08cb"];
         assert_eq!(shown(8, &chunks), b"a\n\x08b");
