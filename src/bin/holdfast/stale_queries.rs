@@ -387,6 +387,12 @@ mod tests {
             shown(history.len() as u64, &[history]),
             b"<\x1b[\n\x1b]0;t\x1b\\|\r|>"
         );
+        // A title ended by the ESC of the query after it.
+        let history: &[u8] = b"<\x1b[\n\x1b]0;t\x1b[6n|";
+        assert_eq!(
+            shown(history.len() as u64, &[history]),
+            b"<\x1b[\n\x1b]0;t|"
+        );
         let chunks: [&[u8]; 2] = [b"a\x1b[\n", b"\x08cb"];
         assert_eq!(shown(8, &chunks), b"a\n\x08b");
     }
