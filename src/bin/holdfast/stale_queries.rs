@@ -387,6 +387,9 @@ mod tests {
             shown(history.len() as u64, &[history]),
             b"<\x1b[\n\x1b]0;t\x1b\\|\r|>"
         );
+        // A string query ended by the ESC of a sequence that stays.
+        let history: &[u8] = b"|\x1b[\r\x1b]11;?\x1b[1m|";
+        assert_eq!(shown(history.len() as u64, &[history]), b"|\r\x1b[1m|");
         // A title ended by the ESC of the query after it.
         let history: &[u8] = b"<\x1b[\n\x1b]0;t\x1b[6n|";
         assert_eq!(
