@@ -217,20 +217,10 @@ async fn completions_offer_the_names_of_live_sessions_and_open_workspaces() {
             &["sh", "-c", "printf '\\033]2;editor\\007'; exec sleep 600"],
         ))
         .await;
-    support::eventually("the program's title", || {
-        let mut terminals = host.terminals.clone();
-        let request = pb::ListSessionsRequest {
-            workspace_id: workspace.clone(),
-            ..Default::default()
-        };
-        let id = titled.session_id.clone();
-        async move {
-            let list = terminals.list_sessions(request).await.ok()?.into_inner();
-            list.sessions
-                .iter()
-                .any(|s| s.session_id == id && s.title == "editor")
-                .then_some(())
-        }
+    host.list_until("the program's title", &workspace, |list| {
+        list.sessions
+            .iter()
+            .any(|s| s.session_id == titled.session_id && s.title == "editor")
     })
     .await;
 

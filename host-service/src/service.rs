@@ -248,9 +248,7 @@ impl Host {
                         // whatever the error says: it ends here (`create`
                         // ends only what a failed spawn may have started).
                         tracing::warn!(session_id = %session.session_id, %error, "started a session but could not stream it");
-                        let host = self.clone();
-                        let session_id = session.session_id.clone();
-                        tokio::spawn(async move { host.end_unregistered(&session_id).await });
+                        self.end_unregistered(&session.session_id);
                         Err(error)
                     }
                 }
@@ -287,12 +285,18 @@ impl Host {
         self.daemon_call("kill", client.kill(kill)).await.map(drop)
     }
 
-    /// Ends a session that started but must never become visible; the
-    /// reaper ends it if this fails (its row is stamped or missing).
-    async fn end_unregistered(&self, session_id: &str) {
-        if let Err(error) = self.kill(session_id).await {
-            tracing::warn!(%session_id, %error, "killing a session that must not be listed failed; the reaper will retry");
-        }
+    /// Ends a session that started but must never become visible, on a
+    /// task of its own (the refusal its creator gets does not wait on the
+    /// daemon); the reaper ends it if this fails (its row is stamped or
+    /// missing).
+    fn end_unregistered(&self, session_id: &str) {
+        let host = self.clone();
+        let session_id = session_id.to_owned();
+        tokio::spawn(async move {
+            if let Err(error) = host.kill(&session_id).await {
+                tracing::warn!(%session_id, %error, "killing a session that must not be listed failed; the reaper will retry");
+            }
+        });
     }
 
     /// Ends a session whose spawn got no answer. The daemon may still
@@ -482,11 +486,8 @@ impl Host {
             // Its workspace was closed, or it was disposed (by its own
             // program, say, which knows its id at once), while it was
             // starting: it never becomes visible; the row's stamp makes the
-            // reaper's kill stick if this one fails. Not waited for: the
-            // answer does not hang on the daemon.
-            let host = self.clone();
-            let session_id = new.id.clone();
-            tokio::spawn(async move { host.end_unregistered(&session_id).await });
+            // reaper's kill stick if this one fails.
+            self.end_unregistered(&new.id);
             // Unread, it was most likely the close.
             let closed = match self.store.workspace(&new.workspace_id).await {
                 Ok(Some(workspace)) => workspace.closed_at.is_some(),

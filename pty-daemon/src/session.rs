@@ -886,10 +886,7 @@ fn register(fd: OwnedFd, interest: Interest) -> io::Result<AsyncFd<OwnedFd>> {
 /// leaving it to be reaped ([`reap`]): until then its pid is not free.
 async fn exit_status(pidfd: &AsyncFd<OwnedFd>) -> ExitStatus {
     loop {
-        match rustix::process::waitid(
-            WaitId::PidFd(pidfd.get_ref().as_fd()),
-            WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
-        ) {
+        match wait(pidfd, WaitIdOptions::NOWAIT) {
             Ok(Some(status)) => {
                 return ExitStatus {
                     code: status.exit_status(),
@@ -903,7 +900,6 @@ async fn exit_status(pidfd: &AsyncFd<OwnedFd>) -> ExitStatus {
                     ready.clear_ready();
                 }
             }
-            Err(rustix::io::Errno::INTR) => {}
             Err(error) => {
                 tracing::error!(%error, "reading a session's exit status failed");
                 return ExitStatus {
@@ -918,17 +914,25 @@ async fn exit_status(pidfd: &AsyncFd<OwnedFd>) -> ExitStatus {
 
 /// Reaps a program whose exit [`exit_status`] has read, freeing its pid.
 fn reap(pidfd: &AsyncFd<OwnedFd>) {
+    if let Err(error) = wait(pidfd, WaitIdOptions::empty()) {
+        tracing::error!(%error, "reaping a session failed");
+    }
+}
+
+/// `waitid` for the exit of the program behind `pidfd`, without waiting
+/// for it (`NOHANG`), with `options` besides; tried again if a signal
+/// interrupts it.
+fn wait(
+    pidfd: &AsyncFd<OwnedFd>,
+    options: WaitIdOptions,
+) -> rustix::io::Result<Option<rustix::process::WaitIdStatus>> {
     loop {
         match rustix::process::waitid(
             WaitId::PidFd(pidfd.get_ref().as_fd()),
-            WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
+            WaitIdOptions::EXITED | WaitIdOptions::NOHANG | options,
         ) {
             Err(rustix::io::Errno::INTR) => {}
-            Err(error) => {
-                tracing::error!(%error, "reaping a session failed");
-                return;
-            }
-            Ok(_) => return,
+            answer => return answer,
         }
     }
 }

@@ -2,9 +2,9 @@
 //! as tmux's bash completion offers session names: `holdfast attach <TAB>`
 //! offers the live sessions' names. The shell calls `holdfast` again with
 //! `HOLDFAST_COMPLETE=<shell>` at each TAB (clap_complete's dynamic
-//! engine); the
-//! commands and flags come from the CLI's own definition, the names from
-//! the host-service that `--addr` (or `HOLDFAST_ADDR`) points at.
+//! engine); the commands and flags come from the CLI's own definition, the
+//! names from the host-service that `--addr` (or `HOLDFAST_ADDR`) points
+//! at.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -68,13 +68,11 @@ fn complete_for_bash(words: Vec<OsString>) -> ! {
         .ok()
         .and_then(|index| index.parse().ok())
         .unwrap_or(words.len() - 1);
+    // The piece bash replaces ends the word it was joined into.
     let piece = words.get(index).map_or(0, |word| word.len());
     let (words, index) = rejoined(words, index);
-    let whole = words.get(index).map_or(0, |word| word.len());
-    let before = words
-        .get(index)
-        .map(|word| word.as_encoded_bytes()[..whole - piece].to_vec())
-        .unwrap_or_default();
+    let joined = words.get(index).map(|word| word.as_encoded_bytes());
+    let before = joined.map_or(Vec::new(), |word| word[..word.len() - piece].to_vec());
     let _ = WORDS.set(words.clone());
     let current_dir = std::env::current_dir().ok();
     let offered =
@@ -105,9 +103,9 @@ fn rejoined(words: Vec<OsString>, index: usize) -> (Vec<OsString>, usize) {
     // Whether the next word goes on the last one (it follows a break).
     let mut glue = false;
     for (at, word) in words.iter().enumerate() {
-        let glued = glue || is_break(word);
+        let breaks = is_break(word);
         match joined.last_mut() {
-            Some(last) if glued => {
+            Some(last) if glue || breaks => {
                 last.push(word);
                 if at <= index {
                     new_index -= 1;
@@ -115,7 +113,7 @@ fn rejoined(words: Vec<OsString>, index: usize) -> (Vec<OsString>, usize) {
             }
             _ => joined.push(word.clone()),
         }
-        glue = is_break(word);
+        glue = breaks;
     }
     (joined, new_index)
 }
