@@ -1156,6 +1156,37 @@ async fn kill_after_the_leader_exited_ends_its_leftovers() {
     .await;
 }
 
+/// The terminal is closed once the leader's exit and what it left there
+/// are read, as tmux closes a dead pane: something it left running that
+/// writes on meets EIO and can end, where it blocked once the terminal's
+/// buffer was full, with no one reading it, until the session was
+/// forgotten (here never: it is kept for the whole test).
+#[tokio::test]
+async fn what_the_leader_leaves_writing_is_not_blocked_for_good() {
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let ended = daemon.dir.path().join("ended");
+    let script = format!(
+        "trap '' HUP; (sleep 0.2; while echo 0123456789abcdef; do :; done; echo ended > {}) & echo leftover $! done",
+        ended.display()
+    );
+    let (session, leftover, _) = spawn_with_leftover(&mut client, &script).await;
+    exited(&client, &session.session_id).await;
+    eventually("the leftover's writes to fail and it to end", || {
+        let ended = ended.clone();
+        async move {
+            std::fs::read_to_string(&ended)
+                .ok()
+                .filter(|text| text == "ended\n")
+        }
+    })
+    .await;
+    eventually("the leftover to be gone", || async move {
+        (!running(leftover)).then_some(())
+    })
+    .await;
+}
+
 /// Kill of a live session escalates to whatever is left of it once the
 /// grace period ends, even when the leader went at the first signal: the
 /// shell dies of the hang-up, its child ignores it and would otherwise run

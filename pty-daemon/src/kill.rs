@@ -148,8 +148,9 @@ pub async fn kill(session: &Arc<Session>, signal: Signal, grace: Duration) -> Re
             return;
         };
         // When the leader went at the first signal, what can be left is
-        // in its group or still holds the terminal. Neither, the usual
-        // end: done, without waiting out the grace or scanning /proc.
+        // in its group or held the terminal when its exit closed it.
+        // Neither, the usual end: done, without waiting out the grace or
+        // scanning /proc.
         let group_left = || rustix::process::test_kill_process_group(leader).is_ok();
         let only_group = leader_alive && !session.terminal_in_use();
         if only_group && !group_left() {

@@ -34,7 +34,8 @@ const READS_PER_WAKEUP: usize = 16;
 /// Largest output chunk sent to an attacher in one event.
 pub const MAX_CHUNK_BYTES: usize = 64 * 1024;
 /// Most bytes read from a PTY after its program exits (what it left there,
-/// and what anything else still holding the terminal writes meanwhile).
+/// and what anything else still holding the terminal writes meanwhile)
+/// before the terminal is closed.
 const FINAL_READ_BYTES: u64 = 1 << 20;
 
 thread_local! {
@@ -229,7 +230,14 @@ pub struct Session {
     /// The fields that never change (these, argv and cwd) as `List` and
     /// `Spawn` send them, encoded once.
     listing: Bytes,
-    master: AsyncFd<OwnedFd>,
+    /// The PTY's master side, until the terminal is closed: once the
+    /// program's exit is read, or on a hang-up. A leaf lock: nothing else
+    /// is taken while it is held. Reading holds a clone of its own.
+    master: Mutex<Option<Arc<AsyncFd<OwnedFd>>>>,
+    /// Whether a process still had the terminal open when it was closed at
+    /// the program's exit (something it left running), so Kill looks for
+    /// leftovers.
+    held_when_closed: AtomicBool,
     /// Input the terminal has not taken yet, in order.
     input: Mutex<InputQueue>,
     state: Mutex<State>,
@@ -250,8 +258,6 @@ pub struct Session {
     /// When the program was reaped, on the boot clock (process start
     /// times are on it).
     exited_at_boot: std::sync::OnceLock<Duration>,
-    /// Set once [`Session::hang_up`] has closed the terminal.
-    hung_up: AtomicBool,
     /// Set (under the state lock) once the program has exited, before
     /// what it left in the terminal is read: from then on the terminal is
     /// not hung up, which would lose that last output.
@@ -280,6 +286,7 @@ impl Session {
             crate::spawn::end_unwatched(spawned.pid);
             Error::io("registering the session's terminal and pidfd", error)
         })?;
+        let master = Arc::new(master);
         let created_at = SystemTime::now();
         let listing = crate::listing::encode_fixed(
             &id,
@@ -293,7 +300,8 @@ impl Session {
             pid: spawned.pid,
             created_at,
             listing,
-            master,
+            master: Mutex::new(Some(Arc::clone(&master))),
+            held_when_closed: AtomicBool::new(false),
             input: Mutex::new(InputQueue::default()),
             state: Mutex::new(State {
                 scrollback: Scrollback::new(settings.scrollback_bytes),
@@ -313,10 +321,9 @@ impl Session {
             exited: watch::Sender::new(false),
             generation,
             exited_at_boot: std::sync::OnceLock::new(),
-            hung_up: AtomicBool::new(false),
             leader_exited: AtomicBool::new(false),
         });
-        let driver = Arc::clone(&session).drive(pidfd, exits);
+        let driver = Arc::clone(&session).drive(master, pidfd, exits);
         Ok((session, driver))
     }
 
@@ -371,11 +378,11 @@ impl Session {
     /// (its last output is being read) or the terminal is hung up already;
     /// returns whether it was hung up now.
     ///
-    /// The master's descriptor number is kept, now /dev/null's: the
-    /// reading and writing that hold it meet an end of file instead of the
-    /// next file this process opens under that number. (Its registration
-    /// with the reactor is left behind when the session goes: a few dozen
-    /// bytes, once per session hung up so.)
+    /// Reading holds a clone of the master for as long as it reads, so
+    /// the descriptor number is kept, now /dev/null's: reading meets an end
+    /// of file instead of the next file this process opens under that
+    /// number. (Its registration with the reactor is left behind when the
+    /// session goes: a few dozen bytes, once per session hung up so.)
     pub fn hang_up(&self) -> io::Result<bool> {
         use std::os::fd::AsRawFd;
         let null = rustix::fs::open(
@@ -387,43 +394,59 @@ impl Session {
         // resize is half way through when the terminal goes.
         let mut input = self.input();
         let _state = self.state();
-        if self.leader_exited.load(Ordering::Acquire) || self.hung_up.load(Ordering::Acquire) {
+        if self.leader_exited.load(Ordering::Acquire) {
             return Ok(false);
         }
+        let Some(master) = self.master().take() else {
+            return Ok(false);
+        };
         // SAFETY: both descriptors are open and owned (the master by
-        // `self`, for as long as it lives); dup3 closes the master's
-        // reference to the terminal and puts /dev/null at its number,
-        // which `self.master` goes on owning and closes when dropped.
+        // `master`, which reading's clone keeps alive); dup3 closes the
+        // master's reference to the terminal and puts /dev/null at its
+        // number, which the last clone goes on owning and closes.
         let result = unsafe {
             libc::dup3(
                 null.as_raw_fd(),
-                self.master.get_ref().as_raw_fd(),
+                master.get_ref().as_raw_fd(),
                 libc::O_CLOEXEC,
             )
         };
         if result == -1 {
-            return Err(io::Error::last_os_error());
+            let error = io::Error::last_os_error();
+            *self.master() = Some(master);
+            return Err(error);
         }
-        self.hung_up.store(true, Ordering::Release);
         input.clear();
         Ok(true)
     }
 
-    /// Whether any process still has the terminal open (the master reports
-    /// a hang-up once every descriptor of the slave side is closed).
+    /// Closes the terminal once the program's exit and what it left there
+    /// are read, as tmux closes a dead pane: anything still running on it
+    /// meets an end of file and fails its writes (EIO), rather than
+    /// blocking, once the terminal's buffer is full, until the session is
+    /// forgotten. Whether anything did is kept for Kill.
+    fn close_at_exit(&self) {
+        // Under the input lock: no write is half way through.
+        let _input = self.input();
+        let Some(master) = self.master().take() else {
+            return;
+        };
+        self.held_when_closed
+            .store(in_use(&master), Ordering::Release);
+        // Reading's clone is the last; it goes when reading ends.
+    }
+
+    /// Whether any process still has the terminal open; once it is
+    /// closed, whether one had when the program exited (none, for a hang-up).
     pub fn terminal_in_use(&self) -> bool {
-        if self.hung_up.load(Ordering::Acquire) {
-            return false;
+        match self.master().as_deref() {
+            Some(master) => in_use(master),
+            None => self.held_when_closed.load(Ordering::Acquire),
         }
-        let mut fds = [rustix::event::PollFd::new(
-            self.master.get_ref(),
-            rustix::event::PollFlags::empty(),
-        )];
-        match rustix::event::poll(&mut fds, Some(&rustix::event::Timespec::default())) {
-            Ok(_) => !fds[0].revents().contains(rustix::event::PollFlags::HUP),
-            // Cannot tell: assume it is, so callers look closer.
-            Err(_) => true,
-        }
+    }
+
+    fn master(&self) -> MutexGuard<'_, Option<Arc<AsyncFd<OwnedFd>>>> {
+        self.master.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Bytes of output produced so far.
@@ -466,9 +489,14 @@ impl Session {
         // Exited but not reaped yet (what it left waits for an attacher),
         // or it closed its terminal: the kernel would take the bytes, and
         // no one would read them.
-        if !self.terminal_in_use() {
+        let master = self
+            .master()
+            .as_ref()
+            .filter(|master| in_use(master))
+            .cloned();
+        let Some(master) = master else {
             return Err(Error::TerminalClosed(self.id.clone()));
-        }
+        };
         let mut rest = data;
         if !input.draining {
             // Nothing waits: straight to the terminal (the PTY is
@@ -477,7 +505,7 @@ impl Session {
                 if rest.is_empty() {
                     return Ok(());
                 }
-                match rustix::io::write(self.master.get_ref(), rest) {
+                match rustix::io::write(master.get_ref(), rest) {
                     Ok(written) => rest = &rest[written..],
                     Err(rustix::io::Errno::INTR) => {}
                     Err(rustix::io::Errno::AGAIN) => break,
@@ -516,8 +544,12 @@ impl Session {
                 self.input().clear();
                 return;
             }
+            let Some(master) = self.master().clone() else {
+                self.input().clear();
+                return;
+            };
             let ready = tokio::select! {
-                ready = self.master.writable() => ready,
+                ready = master.writable() => ready,
                 _ = exited.changed() => continue,
             };
             let mut ready = match ready {
@@ -561,9 +593,9 @@ impl Session {
         if state.exit.is_some() {
             return Err(Error::SessionExited(self.id.clone()));
         }
-        if self.hung_up.load(Ordering::Acquire) {
+        let Some(master) = self.master().clone() else {
             return Err(Error::TerminalClosed(self.id.clone()));
-        }
+        };
         let unchanged = (state.cols, state.rows) == (cols, rows);
         let size = Winsize {
             ws_row: rows,
@@ -571,7 +603,7 @@ impl Session {
             ws_xpixel: 0,
             ws_ypixel: 0,
         };
-        let master = self.master.get_ref();
+        let master = master.get_ref();
         if redraw && unchanged {
             // The kernel signals the terminal's foreground process group
             // on any change of size, through the group it holds, so no
@@ -706,15 +738,20 @@ impl Session {
     }
 
     /// Reads output until the program exits, then reaps it.
-    async fn drive(self: Arc<Self>, pidfd: AsyncFd<OwnedFd>, exits: broadcast::Sender<ExitNotice>) {
+    async fn drive(
+        self: Arc<Self>,
+        master: Arc<AsyncFd<OwnedFd>>,
+        pidfd: AsyncFd<OwnedFd>,
+        exits: broadcast::Sender<ExitNotice>,
+    ) {
         let mut reading = true;
         // Set while reading waits for a slow attacher.
         let mut paused = false;
         loop {
             tokio::select! {
                 biased;
-                ready = self.master.readable(), if reading && !paused => match ready {
-                    Ok(mut ready) => match self.read_some() {
+                ready = master.readable(), if reading && !paused => match ready {
+                    Ok(mut ready) => match self.read_some(&master) {
                         Ok(ReadOutcome::Drained) => ready.clear_ready(),
                         Ok(ReadOutcome::More) => tokio::task::yield_now().await,
                         Ok(ReadOutcome::Paced) => paused = true,
@@ -744,8 +781,10 @@ impl Session {
             self.leader_exited.store(true, Ordering::Release);
         }
         if reading {
-            self.read_what_is_left().await;
+            self.read_what_is_left(&master).await;
         }
+        self.close_at_exit();
+        drop(master);
         let exit = exit_status(&pidfd).await;
         tracing::debug!(session_id = %self.id, ?exit, "session exited");
         let _ = self.exited_at_boot.set(holdfast::proc_stat::since_boot());
@@ -797,10 +836,10 @@ impl Session {
     /// to the attachers, until the PTY is empty or closed, or
     /// [`FINAL_READ_BYTES`] have come (something else holding the terminal
     /// may write on for ever).
-    async fn read_what_is_left(&self) {
+    async fn read_what_is_left(&self, master: &AsyncFd<OwnedFd>) {
         let start = self.output_offset();
         while self.output_offset() - start < FINAL_READ_BYTES {
-            match self.read_some() {
+            match self.read_some(master) {
                 Ok(ReadOutcome::More) => tokio::task::yield_now().await,
                 Ok(ReadOutcome::Paced) => self.wait_for_attachers().await,
                 Ok(ReadOutcome::Drained | ReadOutcome::Closed) | Err(_) => break,
@@ -811,7 +850,7 @@ impl Session {
     /// Reads what the PTY has, up to a few buffers' worth, never more than
     /// lapping an attacher would take, stopping once one is over half the
     /// ring behind.
-    fn read_some(&self) -> io::Result<ReadOutcome> {
+    fn read_some(&self, master: &AsyncFd<OwnedFd>) -> io::Result<ReadOutcome> {
         READ_BUFFER.with_borrow_mut(|buffer| {
             for _ in 0..READS_PER_WAKEUP {
                 let room = self.state().room();
@@ -819,7 +858,7 @@ impl Session {
                     return Ok(ReadOutcome::Paced);
                 }
                 let limit = buffer.len().min(room);
-                match rustix::io::read(self.master.get_ref(), &mut buffer[..limit]) {
+                match rustix::io::read(master.get_ref(), &mut buffer[..limit]) {
                     Ok(0) => return Ok(ReadOutcome::Closed),
                     Ok(read) => {
                         if self.append(&buffer[..read]) {
@@ -873,6 +912,20 @@ enum ReadOutcome {
     Paced,
     /// No process holds the slave side any more.
     Closed,
+}
+
+/// Whether any process still has the terminal of `master` open (the master
+/// reports a hang-up once every descriptor of the slave side is closed).
+fn in_use(master: &AsyncFd<OwnedFd>) -> bool {
+    let mut fds = [rustix::event::PollFd::new(
+        master.get_ref(),
+        rustix::event::PollFlags::empty(),
+    )];
+    match rustix::event::poll(&mut fds, Some(&rustix::event::Timespec::default())) {
+        Ok(_) => !fds[0].revents().contains(rustix::event::PollFlags::HUP),
+        // Cannot tell: assume it is, so callers look closer.
+        Err(_) => true,
+    }
 }
 
 /// Registers an owned descriptor with the runtime's reactor.
