@@ -513,6 +513,37 @@ async fn a_create_that_got_no_answer_leaves_nothing_running() {
     assert!(ids(&host.list(&workspace).await).is_empty());
 }
 
+/// A rename while the daemon does not answer, of a session this process
+/// does not hold (restored after a restart): the new name is kept, and the
+/// refusal to describe the session says so.
+#[tokio::test]
+async fn a_rename_the_daemon_cannot_answer_for_is_kept_and_says_so() {
+    let home = HostHome::new();
+    let flags = ["--operation-timeout-ms", "300"];
+    let mut host = home.start(&flags).await;
+    let workspace = host.create_workspace("hung").await.workspace_id;
+    let session = host
+        .create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+    host.stop(Signal::TERM);
+    let mut host = home.start(&flags).await;
+    let daemon = hang_the_daemon(&home).await;
+    let refused = host
+        .terminals
+        .rename_session(pb::RenameSessionRequest {
+            session_id: session.session_id.clone(),
+            name: "kept".into(),
+        })
+        .await;
+    let refused = expect_status(refused, tonic::Code::Unavailable, "the new name is kept");
+    expect_reason(&refused, Reason::DaemonUnavailable, &[]);
+    rustix::process::kill_process(daemon, Signal::CONT).expect("SIGCONT the daemon");
+    host.list_until("the new name", &workspace, |list| {
+        list.sessions.first().is_some_and(|s| s.name == "kept")
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
     let home = HostHome::new();
@@ -573,6 +604,24 @@ async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
         status.message()
     );
     assert!(started.elapsed() < Duration::from_secs(5));
+    // A session this process holds is described as it last knew it, as
+    // lists show it meanwhile: a rename is kept, and answered so.
+    let renamed = host
+        .terminals
+        .rename_session(pb::RenameSessionRequest {
+            session_id: session.session_id.clone(),
+            name: "kept".into(),
+        })
+        .await
+        .expect("a rename while the daemon does not answer")
+        .into_inner()
+        .session
+        .expect("a session");
+    assert!(
+        renamed.alive && renamed.pid == session.pid && renamed.name == "kept",
+        "{renamed:?}"
+    );
+    assert_eq!(host.get_session(&session.session_id).await.name, "kept");
     // Its status says so: a daemon up that does not answer is down.
     let mut status =
         holdfast::proto::host::v1::status_service_client::StatusServiceClient::connect(

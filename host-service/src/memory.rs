@@ -222,6 +222,11 @@ impl Memory {
         Some(self.inner().sessions.get(session_id)?.title.clone())
     }
 
+    /// What this process knows of the session, if it holds it.
+    pub fn get(&self, session_id: &str) -> Option<MemorySession> {
+        self.inner().sessions.get(session_id).cloned()
+    }
+
     /// Whether this process has an attach stream open to the session.
     pub fn is_attached(&self, session_id: &str) -> bool {
         self.inner()

@@ -414,6 +414,14 @@ impl Host {
             {
                 None
             }
+            // One this process holds is as it last knew it, as lists
+            // show it while the daemon cannot be asked.
+            Err(error @ (Error::DaemonDown(_) | Error::DaemonUnavailable(_))) => {
+                match self.memory.get(&row.id) {
+                    Some(remembered) => Some(as_last_known(remembered)),
+                    None => return Err(error),
+                }
+            }
             Err(error) => return Err(error),
         };
         let remembered = self.memory.title(&row.id);
@@ -1080,8 +1088,15 @@ impl TerminalService for Host {
         })
         .await?;
         row.title = request.name;
+        let session = self.describe(row).await.map_err(|error| match error {
+            // The name is kept all the same: say so.
+            Error::DaemonDown(why) | Error::DaemonUnavailable(why) => Error::DaemonUnavailable(
+                format!("the new name is kept, but the session cannot be described: {why}"),
+            ),
+            error => error,
+        })?;
         Ok(Response::new(pb::RenameSessionResponse {
-            session: Some(self.describe(row).await?),
+            session: Some(session),
         }))
     }
 
@@ -1096,6 +1111,22 @@ impl TerminalService for Host {
         let disposed =
             to_completion(async move { host.dispose(session_id, signal, grace).await }).await?;
         Ok(Response::new(disposed))
+    }
+}
+
+/// A session as this process last knew it, in the daemon's terms.
+fn as_last_known(remembered: MemorySession) -> daemon::Session {
+    let (exit_code, signal) = remembered.exit.unwrap_or_default();
+    daemon::Session {
+        alive: remembered.exit.is_none(),
+        exit_code,
+        signal,
+        pid: remembered.pid,
+        cols: remembered.cols,
+        rows: remembered.rows,
+        title: remembered.title,
+        session_id: remembered.session_id,
+        ..Default::default()
     }
 }
 
