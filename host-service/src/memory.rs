@@ -266,35 +266,16 @@ impl Memory {
     /// An exited session is forgotten once nothing is attached to it, so
     /// memory holds live sessions only, however long the process runs.
     pub fn mark_exited(&self, session_id: &str, code: Option<i32>, signal: Option<i32>) {
-        self.mark_exited_keeping(session_id, code, signal);
-        self.forget_exited(session_id);
-    }
-
-    /// Records an exit that its row does not say yet, keeping the session
-    /// until [`Memory::forget_exited`] once the row is written: an attach
-    /// meanwhile goes straight to the daemon, rather than finding the row
-    /// active and asking the daemon whether to adopt the session. Lists
-    /// leave it out from now on.
-    pub fn mark_exited_keeping(&self, session_id: &str, code: Option<i32>, signal: Option<i32>) {
         let mut inner = self.inner();
         if let Some(pending) = inner.pending.get_mut(session_id) {
             pending.exited = true;
         }
-        if let Some(session) = inner.sessions_mut().get_mut(session_id) {
+        let sessions = inner.sessions_mut();
+        if let Some(session) = sessions.get_mut(session_id) {
             session.exit = Some((code, signal));
-        }
-    }
-
-    /// Forgets a session marked exited, unless something is attached to it
-    /// (then the last to detach forgets it).
-    pub fn forget_exited(&self, session_id: &str) {
-        let mut inner = self.inner();
-        if inner
-            .sessions
-            .get(session_id)
-            .is_some_and(|session| session.exit.is_some() && session.attachments == 0)
-        {
-            inner.sessions_mut().remove(session_id);
+            if session.attachments == 0 {
+                sessions.remove(session_id);
+            }
         }
     }
 
@@ -480,29 +461,6 @@ mod tests {
         assert!(memory.contains("b"), "kept while its stream is open");
         drop(attached);
         assert!(!memory.contains("b"));
-    }
-
-    #[test]
-    fn an_exit_its_row_does_not_say_yet_keeps_the_session_until_it_does() {
-        let memory = Arc::new(Memory::default());
-        adopt(&memory, "a");
-        adopt(&memory, "b");
-        memory.mark_exited_keeping("a", Some(0), None);
-        memory.mark_exited_keeping("b", Some(0), None);
-        assert!(memory.contains("a"), "kept until its row is written");
-        assert_eq!(memory.get("a").and_then(|a| a.exit), Some((Some(0), None)));
-        assert!(memory.snapshot("w").iter().all(|s| s.exit.is_some()));
-        let attached = memory.attach("b");
-        memory.forget_exited("a");
-        memory.forget_exited("b");
-        assert!(!memory.contains("a"));
-        assert!(memory.contains("b"), "kept while its stream is open");
-        drop(attached);
-        assert!(!memory.contains("b"));
-        // A live session is never forgotten so.
-        adopt(&memory, "c");
-        memory.forget_exited("c");
-        assert!(memory.contains("c"));
     }
 
     #[test]

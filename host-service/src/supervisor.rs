@@ -548,7 +548,7 @@ impl Supervisor {
 
     async fn record_exit(&self, exit: daemon::SessionExited) {
         self.memory
-            .mark_exited_keeping(&exit.session_id, exit.exit_code, exit.signal);
+            .mark_exited(&exit.session_id, exit.exit_code, exit.signal);
         let ended_at = exit
             .exited_at
             .and_then(|at| SystemTime::try_from(at).ok())
@@ -561,7 +561,6 @@ impl Supervisor {
         if let Err(error) = self.store.record_ending(&exit.session_id, ending).await {
             tracing::error!(session_id = %exit.session_id, %error, "recording an exit failed; the reaper will retry");
         }
-        self.memory.forget_exited(&exit.session_id);
     }
 
     /// The daemon is gone, and every session with it: record that.
