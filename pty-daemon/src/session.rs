@@ -232,7 +232,8 @@ pub struct Session {
     listing: Bytes,
     /// The PTY's master side, until the terminal is closed: once the
     /// program's exit is read, or on a hang-up. A leaf lock: nothing else
-    /// is taken while it is held. Reading holds a clone of its own.
+    /// is taken while it is held. Reading holds a clone of its own, and
+    /// input waiting for the terminal one while it waits.
     master: Mutex<Option<Arc<AsyncFd<OwnedFd>>>>,
     /// Whether a process still had the terminal open when it was closed at
     /// the program's exit (something it left running), so Kill looks for
@@ -382,7 +383,7 @@ impl Session {
     /// the descriptor number is kept, now /dev/null's: reading meets an end
     /// of file instead of the next file this process opens under that
     /// number. (Its registration with the reactor is left behind when the
-    /// session goes: a few dozen bytes, once per session hung up so.)
+    /// last clone goes: a few dozen bytes, once per session hung up so.)
     pub fn hang_up(&self) -> io::Result<bool> {
         use std::os::fd::AsRawFd;
         let null = rustix::fs::open(
@@ -428,12 +429,17 @@ impl Session {
     fn close_at_exit(&self) {
         // Under the input lock: no write is half way through.
         let _input = self.input();
-        let Some(master) = self.master().take() else {
+        let mut slot = self.master();
+        let Some(master) = slot.as_deref() else {
             return;
         };
+        // Stored before the slot empties: no one sees it closed and not
+        // held.
         self.held_when_closed
-            .store(in_use(&master), Ordering::Release);
-        // Reading's clone is the last; it goes when reading ends.
+            .store(in_use(master), Ordering::Release);
+        *slot = None;
+        // Reading's clone goes when reading ends, and with the last the
+        // terminal closes.
     }
 
     /// Whether any process still has the terminal open; once it is
