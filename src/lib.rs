@@ -10,6 +10,7 @@ pub mod daemon_client;
 pub mod error_details;
 pub mod logging;
 pub mod loopback_peer;
+pub mod oversize;
 pub mod paths;
 pub mod preencoded;
 pub mod proc_stat;

@@ -231,3 +231,71 @@ async fn the_daemon_names_fields_as_paths_in_its_own_requests() {
         &[("sessionId", &taken.session_id)],
     );
 }
+
+/// A request over a service's size limit is refused RESOURCE_EXHAUSTED, as
+/// gRPC's status codes have it, naming the limit: a unary request, and a
+/// message of a request stream, on both services (tonic's own refusal is
+/// OUT_OF_RANGE, with no reason).
+#[tokio::test]
+async fn requests_over_the_size_limit_are_refused_with_the_limit() {
+    const LIMIT: &str = "16777216";
+    let oversize = || vec![b'x'; 17 << 20];
+    let expect_too_large = |answer: Result<(), tonic::Status>, limit: &str| {
+        let refused = expect_status(answer, Code::ResourceExhausted, "over this service's limit");
+        expect_reason(&refused, Reason::RequestTooLarge, &[("limitBytes", limit)]);
+    };
+
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let mut terminals = host.terminals.clone();
+    let answer = terminals
+        .write_input(pb::WriteInputRequest {
+            session_id: "any".into(),
+            data: oversize().into(),
+            ..Default::default()
+        })
+        .await;
+    expect_too_large(answer.map(drop), LIMIT);
+    let stream = tokio_stream::iter([pb::SendInputRequest {
+        session_id: "any".into(),
+        data: oversize().into(),
+        ..Default::default()
+    }]);
+    expect_too_large(
+        first_answer(terminals.send_input(stream).await).await,
+        LIMIT,
+    );
+    // The workspace service keeps tonic's default limit, 4 MiB.
+    let mut workspaces = host.workspaces.clone();
+    let answer = workspaces
+        .create_workspace(pb::CreateWorkspaceRequest {
+            name: "x".repeat(5 << 20),
+        })
+        .await;
+    expect_too_large(answer.map(drop), "4194304");
+
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let answer = client
+        .write(daemon_pb::WriteRequest {
+            session_id: "any".into(),
+            data: oversize().into(),
+        })
+        .await;
+    expect_too_large(answer.map(drop), LIMIT);
+    let stream = tokio_stream::iter([daemon_pb::InputRequest {
+        session_id: "any".into(),
+        data: oversize().into(),
+    }]);
+    expect_too_large(first_answer(client.input(stream).await).await, LIMIT);
+}
+
+/// The first answer of a stream, or the status that ended it first, from
+/// its call or its first message.
+async fn first_answer<T>(
+    call: Result<tonic::Response<tonic::Streaming<T>>, tonic::Status>,
+) -> Result<(), tonic::Status> {
+    let mut answers = call?.into_inner();
+    answers.message().await?;
+    Ok(())
+}

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use holdfast::accept_backoff::AcceptBackoff;
+use holdfast::oversize::OversizeLayer;
 use http::HeaderValue;
 use tokio::net::TcpListener;
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
@@ -47,6 +48,7 @@ pub async fn serve(
         .layer(tonic_web::GrpcWebLayer::new())
         // Inside grpc-web, so a refusal reaches browsers as grpc-web too.
         .layer(access.layer())
+        .layer(OversizeLayer)
         .add_service(WorkspaceServiceServer::new(host.clone()))
         .add_service(StatusServiceServer::new(status))
         .add_service(TerminalServiceServer::new(host).max_decoding_message_size(MAX_REQUEST_BYTES))

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use futures_util::{Stream, StreamExt};
 use holdfast::daemon_client::DaemonClient;
 use holdfast::error_details::{Reason, Refusal};
+use holdfast::oversize;
 use holdfast::proto::daemon::v1 as daemon;
 use holdfast::proto::host::v1 as pb;
 use holdfast::proto::with_live_offset;
@@ -1004,7 +1005,7 @@ impl TerminalService for Host {
         let answers = futures_util::stream::try_unfold(
             (writes, String::new(), None, self.clone()),
             |(mut writes, mut session_id, mut attachment, host)| async move {
-                let Some(write) = writes.message().await? else {
+                let Some(write) = writes.message().await.map_err(oversize::relabelled)? else {
                     return Ok(None);
                 };
                 // The first write names the session; a later one only if it

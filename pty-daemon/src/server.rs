@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use futures_util::{Stream, StreamExt};
 use holdfast::error_details::{Reason, Refusal};
+use holdfast::oversize::{OversizeLayer, relabelled};
 use holdfast::proto::daemon::v1 as pb;
 use holdfast::proto::with_live_offset;
 use rustix::process::Signal;
@@ -212,11 +213,11 @@ impl PtyDaemon for DaemonService {
             (writes, None::<Arc<Session>>, Arc::clone(&self.registry)),
             |(mut writes, session, registry)| async move {
                 let write = match &session {
-                    None => writes.message().await?,
+                    None => writes.message().await.map_err(relabelled)?,
                     // The stream ends when its session does, so it
                     // never holds an exited session open.
                     Some(session) => tokio::select! {
-                        write = writes.message() => write?,
+                        write = writes.message() => write.map_err(relabelled)?,
                         () = session.wait_exited() => {
                             return Err(Error::SessionExited(session.id().to_owned()).into());
                         }
@@ -397,6 +398,7 @@ pub async fn serve(
         .initial_stream_window_size(Some(STREAM_WINDOW_BYTES))
         .initial_connection_window_size(Some(CONNECTION_WINDOW_BYTES))
         .layer(peer_auth::layer(uid))
+        .layer(OversizeLayer)
         .add_service(PtyDaemonServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES))
         .add_service(health_service)
         .add_service(reflection_v1)
