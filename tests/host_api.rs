@@ -800,7 +800,8 @@ async fn closing_a_workspace_disposes_its_sessions_and_refuses_new_ones() {
 /// `ListWorkspaces` a page at a time (AIP-158): pages follow each other
 /// without a gap or a repeat, a workspace created between two pages comes
 /// on a later one, the last page has no next token, and without a page
-/// size everything comes at once, as before pages.
+/// size everything comes at once, as before pages. With `open_only`, pages
+/// are of open workspaces only.
 #[tokio::test]
 async fn workspaces_come_a_page_at_a_time() {
     let home = HostHome::new();
@@ -809,14 +810,16 @@ async fn workspaces_come_a_page_at_a_time() {
         host.create_workspace(&format!("w{i}")).await;
     }
     let client = host.workspaces.clone();
-    let list = |page_size: i32, page_token: &str| {
+    let list_open = |open_only: bool, page_size: i32, page_token: &str| {
         let request = pb::ListWorkspacesRequest {
             page_size,
             page_token: page_token.to_owned(),
+            open_only,
         };
         let mut client = client.clone();
         async move { client.list_workspaces(request).await }
     };
+    let list = |page_size: i32, page_token: &str| list_open(false, page_size, page_token);
     let names = |page: &pb::ListWorkspacesResponse| {
         page.workspaces
             .iter()
@@ -862,6 +865,25 @@ async fn workspaces_come_a_page_at_a_time() {
             && !refused.message().contains("forged-token"),
         "{refused:?}"
     );
+
+    for closed in [&all.workspaces[1], &all.workspaces[3]] {
+        host.workspaces
+            .close_workspace(pb::CloseWorkspaceRequest {
+                workspace_id: closed.workspace_id.clone(),
+            })
+            .await
+            .expect("close");
+    }
+    let first = list_open(true, 2, "").await.expect("open 1").into_inner();
+    assert_eq!(names(&first), ["w0", "w2"]);
+    let second = list_open(true, 2, &first.next_page_token)
+        .await
+        .expect("open 2")
+        .into_inner();
+    assert_eq!(names(&second), ["w4", "meanwhile"]);
+    assert_eq!(second.next_page_token, "");
+    let all = list_open(false, 0, "").await.expect("all").into_inner();
+    assert_eq!(all.workspaces.len(), 6, "closed ones too without open_only");
 }
 
 /// Creates racing a CloseWorkspace, in four lanes: however each one lands

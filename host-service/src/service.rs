@@ -789,7 +789,7 @@ impl WorkspaceService for Host {
         let page = Page::of(request.page_size, &request.page_token)?;
         let rows = self
             .store
-            .list_workspaces(page.after(), page.limit())
+            .list_workspaces(page.after(), page.limit(), request.open_only)
             .await
             .map_err(Error::from)?;
         let (rows, next_page_token) = page.cut(rows);

@@ -339,28 +339,17 @@ impl Store {
         .await
     }
 
-    /// Workspaces oldest first: from just after `after` (the creation time
-    /// and id of the last one a page held), at most `limit` of them.
+    /// Workspaces oldest first, only open ones if `open_only`: from just
+    /// after `after` (the creation time and id of the last one a page
+    /// held), at most `limit` of them.
     pub async fn list_workspaces(
         &self,
         after: Option<(i64, String)>,
         limit: Option<i64>,
+        open_only: bool,
     ) -> Result<Vec<WorkspaceRow>> {
         self.run("listing workspaces", move |conn| {
-            let mut query = workspaces::table
-                .order((workspaces::created_at, workspaces::id))
-                .select(WorkspaceRow::as_select())
-                .into_boxed();
-            if let Some((created_at, id)) = after {
-                // `>=` on its own, so the index starts the scan there.
-                query = query.filter(
-                    workspaces::created_at.ge(created_at).and(
-                        workspaces::created_at
-                            .gt(created_at)
-                            .or(workspaces::id.gt(id)),
-                    ),
-                );
-            }
+            let mut query = oldest_first(after, open_only);
             if let Some(limit) = limit {
                 query = query.limit(limit);
             }
@@ -727,6 +716,31 @@ fn unstamped_in(workspace_id: &str) -> queries::Unstamped<'_> {
 }
 
 /// The types of the queries above.
+/// Workspaces oldest first, from just after `after`; only open ones if
+/// `open_only`.
+fn oldest_first(
+    after: Option<(i64, String)>,
+    open_only: bool,
+) -> workspaces::BoxedQuery<'static, diesel::sqlite::Sqlite> {
+    let mut query = workspaces::table
+        .order((workspaces::created_at, workspaces::id))
+        .into_boxed();
+    if open_only {
+        query = query.filter(workspaces::closed_at.is_null());
+    }
+    if let Some((created_at, id)) = after {
+        // `>=` on its own, so the index starts the scan there.
+        query = query.filter(
+            workspaces::created_at.ge(created_at).and(
+                workspaces::created_at
+                    .gt(created_at)
+                    .or(workspaces::id.gt(id)),
+            ),
+        );
+    }
+    query
+}
+
 mod queries {
     use diesel::dsl::{And, Eq, Filter, IsNotNull, IsNull, Or};
 
@@ -887,6 +901,19 @@ mod tests {
             plan,
             "SCAN terminal_sessions USING INDEX terminal_sessions_unsettled"
         );
+        let plan = plan_of(&store, oldest_first(None, true), &[]).await;
+        assert_eq!(plan, "SCAN workspaces USING INDEX workspaces_open_by_age");
+        let after = Some((1, "a".to_owned()));
+        let plan = plan_of(&store, oldest_first(after.clone(), true), &["1", "1", "a"]).await;
+        assert_eq!(
+            plan,
+            "SEARCH workspaces USING INDEX workspaces_open_by_age (created_at>?)"
+        );
+        let plan = plan_of(&store, oldest_first(after, false), &["1", "1", "a"]).await;
+        assert_eq!(
+            plan,
+            "SEARCH workspaces USING INDEX workspaces_by_age (created_at>?)"
+        );
     }
 
     /// Creation times follow the order of creation whatever the clock
@@ -908,7 +935,10 @@ mod tests {
         let page = |after: Option<(i64, String)>| {
             let store = store.clone();
             async move {
-                let rows = store.list_workspaces(after, Some(2)).await.expect("page");
+                let rows = store
+                    .list_workspaces(after, Some(2), false)
+                    .await
+                    .expect("page");
                 rows.into_iter()
                     .map(|row| (row.created_at, row.id))
                     .collect::<Vec<_>>()

@@ -173,7 +173,8 @@ pub fn sessions() -> Vec<CompletionCandidate> {
 /// The open workspaces, by name where that is one workspace's and plain,
 /// else by id.
 pub fn workspaces() -> Vec<CompletionCandidate> {
-    let Some(workspaces) = ask(|mut clients| async move { list_workspaces(&mut clients).await })
+    let Some(workspaces) =
+        ask(|mut clients| async move { list_workspaces(&mut clients, true).await })
     else {
         return Vec::new();
     };

@@ -397,7 +397,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     let mut clients = connect(&cli.addr, cli.auth_token.as_deref()).await?;
     match cli.command {
         Command::Workspace(WorkspaceCommand::Create { name }) => {
-            let workspaces = list_workspaces(&mut clients).await?;
+            let workspaces = list_workspaces(&mut clients, true).await?;
             if let Some(taken) = open_named(&workspaces, &name).next() {
                 bail!(
                     "an open workspace is already named {name:?} ({}): `--workspace {name}` uses it",
@@ -408,7 +408,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             say!("{}", workspace.workspace_id);
         }
         Command::Workspace(WorkspaceCommand::List) => {
-            let workspaces = list_workspaces(&mut clients).await?;
+            let workspaces = list_workspaces(&mut clients, false).await?;
             say!("{:<36}  {:<8}  {:<10}  NAME", "ID", "STATE", "AGE");
             for workspace in workspaces {
                 let state = if workspace.closed_at.is_some() {
@@ -659,8 +659,13 @@ async fn create_workspace(clients: &mut Clients, name: &str) -> anyhow::Result<p
 }
 
 /// Every workspace, oldest first, a page at a time (a host-service from
-/// before pages answers all at once, without a next page).
-async fn list_workspaces(clients: &mut Clients) -> anyhow::Result<Vec<pb::Workspace>> {
+/// before pages answers all at once, without a next page); only the open
+/// ones if `open_only`, but for a host-service from before that filter,
+/// so callers that want open ones still look.
+async fn list_workspaces(
+    clients: &mut Clients,
+    open_only: bool,
+) -> anyhow::Result<Vec<pb::Workspace>> {
     const PAGE_SIZE: i32 = 1000;
     let mut workspaces = Vec::new();
     let mut page_token = String::new();
@@ -670,6 +675,7 @@ async fn list_workspaces(clients: &mut Clients) -> anyhow::Result<Vec<pb::Worksp
             .list_workspaces(pb::ListWorkspacesRequest {
                 page_size: PAGE_SIZE,
                 page_token: page_token.clone(),
+                open_only,
             })
             .await
             .map_err(refused)?
@@ -700,7 +706,7 @@ fn open_named<'a>(
 
 /// A workspace by id, or the one open workspace with that name.
 async fn find_workspace(clients: &mut Clients, name_or_id: &str) -> anyhow::Result<pb::Workspace> {
-    let workspaces = list_workspaces(clients).await?;
+    let workspaces = list_workspaces(clients, false).await?;
     if let Some(workspace) = workspaces.iter().find(|w| w.workspace_id == name_or_id) {
         return Ok(workspace.clone());
     }
@@ -779,7 +785,7 @@ async fn workspace_or_default(
 /// The id of the oldest open workspace named [`DEFAULT_WORKSPACE`].
 async fn oldest_default(clients: &mut Clients) -> anyhow::Result<Option<String>> {
     // Listed oldest first.
-    let workspaces = list_workspaces(clients).await?;
+    let workspaces = list_workspaces(clients, true).await?;
     Ok(open_named(&workspaces, DEFAULT_WORKSPACE)
         .next()
         .map(|w| w.workspace_id.clone()))
@@ -806,7 +812,7 @@ async fn every_open_list(
     clients: &mut Clients,
 ) -> anyhow::Result<Vec<(pb::Workspace, pb::ListSessionsResponse)>> {
     let mut lists = Vec::new();
-    for workspace in list_workspaces(clients).await? {
+    for workspace in list_workspaces(clients, true).await? {
         if workspace.closed_at.is_none() {
             let list = list_sessions(clients, workspace.workspace_id.clone()).await?;
             lists.push((workspace, list));

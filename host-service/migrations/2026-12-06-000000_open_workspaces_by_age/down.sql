@@ -1,0 +1,1 @@
+DROP INDEX workspaces_open_by_age;
