@@ -377,6 +377,17 @@ pub fn is_verdict(status: &tonic::Status) -> bool {
     )
 }
 
+/// Whether a refusal is the program not reading its input (`INPUT_FULL`,
+/// or an older host-service's `RESOURCE_EXHAUSTED` without a reason), not
+/// another shortage, such as a request over the size limit, which no
+/// retry mends.
+fn is_input_full(status: &tonic::Status) -> bool {
+    status.code() == tonic::Code::ResourceExhausted
+        && holdfast::error_details::reason_of(status).is_none_or(|(reason, _)| {
+            reason == holdfast::error_details::Reason::InputFull.as_str_name()
+        })
+}
+
 /// What became of keys sent.
 enum Sent {
     /// Taken, or dropped after a word (whether they arrived is unknown).
@@ -401,7 +412,7 @@ async fn send_keys(
     match typing.send(clients, session_id, keys).await {
         Ok(()) => Ok(Sent::Gone),
         // Either refusal ended the input stream.
-        Err(status) if status.code() == tonic::Code::ResourceExhausted => {
+        Err(status) if is_input_full(&status) => {
             typing.again();
             Ok(Sent::Held)
         }
@@ -823,6 +834,18 @@ pub fn exit_status(code: Option<i32>, signal: Option<i32>) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::{DetachKey, clean_start};
+
+    #[test]
+    fn only_input_the_program_has_not_read_is_held_for_again() {
+        use holdfast::error_details::{Reason, Refusal};
+        use tonic::{Code, Status};
+
+        let refusal = |reason| Status::from(Refusal::new(Code::ResourceExhausted, reason, "x"));
+        assert!(super::is_input_full(&refusal(Reason::InputFull)));
+        assert!(super::is_input_full(&Status::resource_exhausted("older")));
+        assert!(!super::is_input_full(&refusal(Reason::RequestTooLarge)));
+        assert!(!super::is_input_full(&Status::failed_precondition("x")));
+    }
 
     #[test]
     fn any_ending_the_server_reports_is_an_exit_status() {
