@@ -1223,11 +1223,12 @@ fn stdout_of_any(output: &Output) -> String {
 
 /// A session is shown by the command it runs (its name, unless given
 /// another) and found by a unique start of its id or by its name, as
-/// docker finds containers; two of a name are not guessed at.
+/// docker finds containers; two of a name (given through the API, which
+/// lets names repeat) are not guessed at.
 #[tokio::test]
 async fn sessions_are_found_by_a_start_of_their_id_or_by_title() {
     let home = HostHome::new();
-    let host = home.start(&[]).await;
+    let mut host = home.start(&[]).await;
     let address = host.address.clone();
     let new = |args: &[&str]| {
         let mut argv = vec!["new"];
@@ -1236,9 +1237,22 @@ async fn sessions_are_found_by_a_start_of_their_id_or_by_title() {
     };
     let reader = new(&["--", "sh", "-c", "read x; echo got:$x"]);
     let worker = new(&["--title", "worker", "--", "sleep", "1000"]);
+    let shown: serde_json::Value = serde_json::from_str(&stdout_of(&holdfast(
+        &address,
+        &["show", "--json", &worker],
+    )))
+    .expect("json");
+    let workspace = shown["workspace_id"]
+        .as_str()
+        .expect("a workspace")
+        .to_owned();
+    let twin = || pb::CreateSessionRequest {
+        title: Some("twin".into()),
+        ..session_request(&workspace, &["sleep", "1000"])
+    };
     let twins = [
-        new(&["--title", "twin", "--", "sleep", "1000"]),
-        new(&["--title", "twin", "--", "sleep", "1000"]),
+        host.create_session(twin()).await.session_id,
+        host.create_session(twin()).await.session_id,
     ];
 
     let listed: serde_json::Value =
@@ -1557,4 +1571,37 @@ async fn detaching_gives_the_session_back_to_the_size_of_a_client_still_attached
     host.write_input(&viewer.session_id, "\u{1d}").await;
     host.size_until(&workspace, id, (150, 45)).await;
     drop(desk);
+}
+
+/// `new --name` and `rename` refuse a name a live session has, as tmux
+/// refuses a duplicate session name and docker a container's: a name is a
+/// handle, and one two sessions shared would find neither.
+#[tokio::test]
+async fn a_name_a_live_session_has_is_not_given_again() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let address = host.address.clone();
+    let first = stdout_of(&holdfast(
+        &address,
+        &["new", "--name", "build", "--", "sleep", "1000"],
+    ));
+    let first = first.trim();
+    let again = holdfast(&address, &["new", "--name", "build", "--", "sleep", "1000"]);
+    let said = failure_text(&again);
+    assert!(
+        said.contains("a live session is already named \"build\"") && said.contains(first),
+        "{said}"
+    );
+    let other = stdout_of(&holdfast(
+        &address,
+        &["new", "--name", "test", "--", "sleep", "1000"],
+    ));
+    let said = failure_text(&holdfast(&address, &["rename", "test", "build"]));
+    assert!(said.contains("already named \"build\""), "{said}");
+    // Its own name again, and a name freed by a kill, are fine.
+    let renamed = stdout_of(&holdfast(&address, &["rename", "build", "build"]));
+    assert_eq!(renamed.trim(), format!("renamed {first} build"));
+    stdout_of(&holdfast(&address, &["kill", "build"]));
+    let renamed = stdout_of(&holdfast(&address, &["rename", "test", "build"]));
+    assert_eq!(renamed.trim(), format!("renamed {} build", other.trim()));
 }

@@ -61,8 +61,9 @@ enum Command {
         /// Workspace name or id [default: "default", created if missing].
         #[arg(long, short, add = ArgValueCandidates::new(completion::workspaces))]
         workspace: Option<String>,
-        /// Name to find it by and show it under; titles the program sets
-        /// do not change it [default: the command].
+        /// Name to find it by and show it under, one no live session has;
+        /// titles the program sets do not change it [default: the
+        /// command].
         #[arg(long, short, visible_alias = "title", visible_short_alias = 't')]
         name: Option<String>,
         /// Keep it out of lists (e.g. a teardown runner).
@@ -452,6 +453,9 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 );
             }
             let env = environment::for_session(clean_env || !local, &env)?;
+            if let Some(name) = &name {
+                naming::refuse_taken(&mut clients, name, None).await?;
+            }
             let title = name.or_else(|| naming::title_of(&command));
             let workspace_id =
                 workspace_or_default(&mut clients, workspace.as_deref(), true).await?;
@@ -594,6 +598,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Rename { id, name } => {
             let id = naming::session_id(&mut clients, &id).await?;
+            naming::refuse_taken(&mut clients, &name, Some(&id)).await?;
             let renamed = clients
                 .terminals
                 .rename_session(pb::RenameSessionRequest {

@@ -102,6 +102,32 @@ pub async fn the_only_session(clients: &mut Clients) -> anyhow::Result<String> {
     }
 }
 
+/// Refuses a name a live session has already, in any open workspace
+/// (but `renamed`, the session being renamed), as tmux refuses a second
+/// session of a name and docker a second container: a name is a handle,
+/// and one that two sessions share finds neither. A workspace listed from
+/// memory only is looked at as far as memory knows it.
+pub async fn refuse_taken(
+    clients: &mut Clients,
+    name: &str,
+    renamed: Option<&str>,
+) -> anyhow::Result<()> {
+    for (workspace, list) in every_open_list(clients).await? {
+        let taken = list
+            .sessions
+            .iter()
+            .find(|s| s.name == name && Some(s.session_id.as_str()) != renamed);
+        if let Some(taken) = taken {
+            bail!(
+                "a live session is already named {name:?}: {} in workspace {:?}; pick another name                  (`holdfast rename` renames that one)",
+                taken.session_id,
+                workspace.name
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The live sessions of every open workspace that `pick` takes. Refused
 /// while a list is memory-only: a session missing from it would be
 /// guessed past.
