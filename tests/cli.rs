@@ -593,6 +593,40 @@ async fn piped_input_holding_the_detach_key_is_sent_whole() {
     assert!(!stderr.contains("detached"), "{stderr}");
 }
 
+/// Piped input a program does not read for a while, more than the daemon
+/// holds for it, is held by `attach` (refused `INPUT_FULL`) and sent again
+/// as the program reads, to the last byte.
+#[tokio::test]
+async fn input_the_program_does_not_read_yet_is_held_and_sent_whole() {
+    use std::io::Write;
+    const BYTES: usize = 3 << 20;
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let mut cli = Command::new(binary("holdfast"))
+        .args(["--addr", &host.address, "new", "--attach", "--"])
+        .args([
+            "sh",
+            "-c",
+            &format!("stty raw -echo; sleep 2; head -c {BYTES} | wc -c"),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run holdfast");
+    let mut stdin = cli.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(&vec![b'x'; BYTES]));
+    let status = wait_with_deadline(&mut cli);
+    let output = cli.wait_with_output().expect("output");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains(&BYTES.to_string()), "{stdout:?} {stderr}");
+    writer.join().expect("writer").expect("all of it written");
+}
+
 /// Commands run at once on a fresh database, each finding no default
 /// workspace: they all end up in one, and `holdfast ls` shows every
 /// session they started.

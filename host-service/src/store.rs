@@ -715,7 +715,6 @@ fn unstamped_in(workspace_id: &str) -> queries::Unstamped<'_> {
         .filter(terminal_sessions::dispose_requested_at.is_null())
 }
 
-/// The types of the queries above.
 /// Workspaces oldest first, from just after `after`; only open ones if
 /// `open_only`.
 fn oldest_first(
@@ -741,6 +740,7 @@ fn oldest_first(
     query
 }
 
+/// The types of the queries above.
 mod queries {
     use diesel::dsl::{And, Eq, Filter, IsNotNull, IsNull, Or};
 

@@ -377,14 +377,17 @@ pub fn is_verdict(status: &tonic::Status) -> bool {
     )
 }
 
-/// Whether a refusal is the program not reading its input (`INPUT_FULL`,
-/// or an older host-service's `RESOURCE_EXHAUSTED` without a reason), not
-/// another shortage, such as a request over the size limit, which no
-/// retry mends.
+/// Whether a refusal is the program not reading its input (`INPUT_FULL`;
+/// from an older host-service, `RESOURCE_EXHAUSTED` without a reason; from
+/// an older daemon through a newer host, `DAEMON_REFUSED`), not another
+/// shortage, such as a request over the size limit, which no retry mends.
 fn is_input_full(status: &tonic::Status) -> bool {
+    use holdfast::error_details::Reason;
     status.code() == tonic::Code::ResourceExhausted
         && holdfast::error_details::reason_of(status).is_none_or(|(reason, _)| {
-            reason == holdfast::error_details::Reason::InputFull.as_str_name()
+            [Reason::InputFull, Reason::DaemonRefused]
+                .iter()
+                .any(|input_full| reason == input_full.as_str_name())
         })
 }
 
@@ -639,14 +642,15 @@ struct Keyboard {
     typed: Vec<u8>,
 }
 
-/// Most keys held while they cannot be sent; beyond it the keyboard is
-/// left unread (the terminal holds what comes).
+/// Most keys held while they cannot be sent, the most one write may carry;
+/// beyond it the keyboard is left unread (the terminal holds what comes).
 const MAX_HELD_KEYS: usize = 1 << 20;
 
 impl Keyboard {
-    /// Whether to read the keyboard now.
+    /// Whether to read the keyboard now: while a whole read still fits
+    /// beside the keys held.
     fn takes_more(&self) -> bool {
-        self.open && self.typed.len() < MAX_HELD_KEYS
+        self.open && self.typed.len() + self.buffer.len() <= MAX_HELD_KEYS
     }
 
     fn new(detach_key: DetachKey) -> Self {
@@ -835,6 +839,19 @@ pub fn exit_status(code: Option<i32>, signal: Option<i32>) -> u8 {
 mod tests {
     use super::{DetachKey, clean_start};
 
+    /// Held keys never outgrow one write, which the host-service would
+    /// refuse as invalid: a read is taken only while a whole one fits
+    /// (they reached 1 MiB and most of a read more).
+    #[tokio::test]
+    async fn keys_held_fit_one_write() {
+        let mut keyboard = super::Keyboard::new(DetachKey(None));
+        let read = keyboard.buffer.len();
+        keyboard.typed = vec![b'x'; super::MAX_HELD_KEYS - read];
+        assert!(keyboard.takes_more());
+        keyboard.typed.push(b'x');
+        assert!(!keyboard.takes_more(), "a read could take it past 1 MiB");
+    }
+
     #[test]
     fn only_input_the_program_has_not_read_is_held_for_again() {
         use holdfast::error_details::{Reason, Refusal};
@@ -843,6 +860,7 @@ mod tests {
         let refusal = |reason| Status::from(Refusal::new(Code::ResourceExhausted, reason, "x"));
         assert!(super::is_input_full(&refusal(Reason::InputFull)));
         assert!(super::is_input_full(&Status::resource_exhausted("older")));
+        assert!(super::is_input_full(&refusal(Reason::DaemonRefused)));
         assert!(!super::is_input_full(&refusal(Reason::RequestTooLarge)));
         assert!(!super::is_input_full(&Status::failed_precondition("x")));
     }

@@ -709,17 +709,30 @@ fn open_named<'a>(
         .filter(move |w| w.name == name && w.closed_at.is_none())
 }
 
-/// A workspace by id, or the one open workspace with that name.
+/// A workspace by id, or the one open workspace with that name. Open ones
+/// are looked at first: a closed one only for a whole id none has.
 async fn find_workspace(clients: &mut Clients, name_or_id: &str) -> anyhow::Result<pb::Workspace> {
-    let workspaces = list_workspaces(clients, false).await?;
-    if let Some(workspace) = workspaces.iter().find(|w| w.workspace_id == name_or_id) {
-        return Ok(workspace.clone());
+    let by_id = |workspaces: Vec<pb::Workspace>| {
+        workspaces
+            .into_iter()
+            .find(|w| w.workspace_id == name_or_id)
+    };
+    let workspaces = list_workspaces(clients, true).await?;
+    if let Some(workspace) = by_id(workspaces.clone()) {
+        return Ok(workspace);
     }
     let named: Vec<&pb::Workspace> = open_named(&workspaces, name_or_id).collect();
     match named.len() {
-        0 => bail!(
-            "no open workspace is named or has the id {name_or_id:?} (see `holdfast workspace list`)"
-        ),
+        0 => {
+            if uuid::Uuid::try_parse(name_or_id).is_ok()
+                && let Some(closed) = by_id(list_workspaces(clients, false).await?)
+            {
+                return Ok(closed);
+            }
+            bail!(
+                "no open workspace is named or has the id {name_or_id:?} (see `holdfast workspace list`)"
+            )
+        }
         1 => Ok(named[0].clone()),
         // The API lets two have one name; a guess could put sessions
         // where the user never looks.
