@@ -119,7 +119,8 @@ pub async fn refuse_taken(
             .find(|s| s.name == name && Some(s.session_id.as_str()) != renamed);
         if let Some(taken) = taken {
             bail!(
-                "a live session is already named {name:?}: {} in workspace {:?}; pick another name                  (`holdfast rename` renames that one)",
+                "a live session is already named {name:?}: {} in workspace {:?}; pick another name \
+                 (`holdfast rename` renames that one)",
                 taken.session_id,
                 workspace.name
             );
