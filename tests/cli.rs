@@ -1639,3 +1639,42 @@ async fn a_name_a_live_session_has_is_not_given_again() {
     let renamed = stdout_of(&holdfast(&address, &["rename", "test", "build"]));
     assert_eq!(renamed.trim(), format!("renamed {} build", other.trim()));
 }
+
+/// `new` starts its session in this directory, or in the one `-c` names,
+/// taken from this one as tmux's `new-session -c` takes it; one that does
+/// not exist is refused, naming it.
+#[tokio::test]
+async fn new_starts_in_this_directory_or_the_one_it_is_given() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let here = tempfile::tempdir().expect("a directory");
+    let here = here.path().canonicalize().expect("canonical");
+    std::fs::create_dir(here.join("sub")).expect("sub");
+    let new_in = |args: &[&str]| {
+        Command::new(binary("holdfast"))
+            .args(["--addr", &host.address, "new"])
+            .args(args)
+            .args(["--", "sh", "-c", "pwd; exec sleep 600"])
+            .current_dir(&here)
+            .output()
+            .expect("run holdfast")
+    };
+    for (args, expected) in [
+        (&[][..], here.clone()),
+        (&["-c", "sub"][..], here.join("sub")),
+        (&["--cwd", "/"][..], "/".into()),
+    ] {
+        let id = stdout_of(&new_in(args)).trim().to_owned();
+        let shown = eventually("the session's directory", || {
+            let logs = holdfast(&host.address, &["logs", &id]);
+            async move { Some(stdout_of(&logs)).filter(|shown| shown.contains('\n')) }
+        })
+        .await;
+        assert_eq!(shown.trim(), expected.to_string_lossy(), "{args:?}");
+    }
+    let said = failure_text(&new_in(&["-c", "nowhere"]));
+    assert!(
+        said.contains(&*here.join("nowhere").to_string_lossy()),
+        "{said}"
+    );
+}

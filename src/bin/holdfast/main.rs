@@ -83,6 +83,10 @@ enum Command {
         /// SHELL, LANG, TERM) instead of this shell's, plus any --env.
         #[arg(long)]
         clean_env: bool,
+        /// Working directory, relative to this one [default: this one],
+        /// as tmux's `new-session -c` takes it.
+        #[arg(long, short = 'c', value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+        cwd: Option<std::path::PathBuf>,
         /// The command and its arguments.
         #[arg(last = true)]
         command: Vec<String>,
@@ -443,6 +447,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             attach,
             env,
             clean_env,
+            cwd,
             command,
         } => {
             let local = is_on_this_machine(&cli.addr);
@@ -462,9 +467,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             let request = pb::CreateSessionRequest {
                 workspace_id,
                 argv: command,
-                cwd: std::env::current_dir()
-                    .map(|dir| dir.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
+                cwd: working_directory(cwd.as_deref())?,
                 env,
                 title,
                 listed: Some(!hidden),
@@ -697,6 +700,21 @@ async fn list_workspaces(
         workspaces.extend(page.workspaces);
         page_token = page.next_page_token;
     }
+}
+
+/// The directory a new session starts in, as the API takes it (absolute):
+/// `given` taken from this directory, or this directory; empty (the
+/// daemon's home) if this one is gone and none is given.
+fn working_directory(given: Option<&std::path::Path>) -> anyhow::Result<String> {
+    let dir = match given {
+        Some(given) => std::path::absolute(given)
+            .with_context(|| format!("finding the directory {}", given.display()))?,
+        None => match std::env::current_dir() {
+            Ok(dir) => dir,
+            Err(_) => return Ok(String::new()),
+        },
+    };
+    Ok(dir.to_string_lossy().into_owned())
 }
 
 /// The open workspaces named `name`, oldest first as `workspaces` are.
