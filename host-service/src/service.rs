@@ -110,10 +110,12 @@ impl Host {
     }
 
     /// Notes that the client of `attachment`, if any, typed in the session,
-    /// and gives the session that client's size if it has another.
-    fn typed_in(&self, session_id: &str, attachment: Option<AttachToken>) {
+    /// and gives the session that client's size if it has another, before
+    /// the keys it typed go: the program reads them at the size of the
+    /// window they were typed in, as tmux resizes before it passes keys on.
+    async fn typed_in(&self, session_id: &str, attachment: Option<AttachToken>) {
         if attachment.is_some_and(|attachment| self.sizes.typed(session_id, attachment)) {
-            self.apply_size_soon(session_id.to_owned());
+            self.apply_size(session_id.to_owned()).await;
         }
     }
 
@@ -990,8 +992,8 @@ impl TerminalService for Host {
         let request = request.into_inner();
         let session_id = validate::id("session_id", &request.session_id)?;
         let attachment = validate::attachment(&request.attachment)?;
+        self.typed_in(session_id, attachment).await;
         self.write(session_id, request.data).await?;
-        self.typed_in(session_id, attachment);
         Ok(Response::new(pb::WriteInputResponse {}))
     }
 
@@ -1018,8 +1020,8 @@ impl TerminalService for Host {
                 if !write.attachment.is_empty() {
                     attachment = validate::attachment(&write.attachment)?;
                 }
+                host.typed_in(&session_id, attachment).await;
                 host.write(&session_id, write.data).await?;
-                host.typed_in(&session_id, attachment);
                 Ok(Some((
                     pb::SendInputResponse {},
                     (writes, session_id, attachment, host),
