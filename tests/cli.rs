@@ -304,6 +304,12 @@ async fn new_ls_count_send_kill_through_the_cli() {
         "hidden sessions are not listed: {table}"
     );
     assert_eq!(stdout_of(&holdfast(&address, &["count"])).trim(), "1");
+    // Attached from anywhere (here a client of the API), it is no longer
+    // in the background (it was counted all the same).
+    let attached = host.attach(&id, None).await;
+    let count = stdout_of(&holdfast(&address, &["count"]));
+    assert_eq!(count.trim(), "0");
+    drop(attached);
 
     stdout_of(&holdfast(&address, &["send", &id, "hello\n"]));
     let json: serde_json::Value =
@@ -559,32 +565,34 @@ async fn new_attach_with_input_at_its_end_shows_all_output_and_the_exit() {
     assert!(stderr.contains("exited with code 5"), "{stderr}");
 }
 
+/// The end of a new session's input that is not a terminal reaches its
+/// program as the end of input (the end-of-file key, as its user would
+/// type it), as `docker run -i` closes its input: a program that reads its
+/// input to the end ends. Before, `cat` waited for more for ever.
+#[tokio::test]
+async fn the_end_of_piped_input_ends_a_new_sessions_input() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    // The last line unended: the end-of-file key hands it over first.
+    for input in [&b"abc\ndef\n"[..], b"abc\ndef"] {
+        let argv = ["sh", "-c", "stty -echo; tr a-z A-Z; exit 5"];
+        let (status, stdout, stderr) = new_attached_with_input(&host.address, &argv, input);
+        assert_eq!(status.code(), Some(5), "{stdout:?} {stderr}");
+        assert!(
+            stdout.contains("ABC") && stdout.contains("DEF"),
+            "{stdout:?}"
+        );
+    }
+}
+
 /// Input that is not a terminal is data: a byte that is the detach key
 /// goes to the program with the rest instead of detaching.
 #[tokio::test]
 async fn piped_input_holding_the_detach_key_is_sent_whole() {
-    use std::io::Write;
     let home = HostHome::new();
     let host = home.start(&[]).await;
-    let mut cli = Command::new(binary("holdfast"))
-        .args(["--addr", &host.address, "new", "--attach", "--"])
-        .args(["sh", "-c", "stty raw -echo; head -c 3 | od -An -tx1"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run holdfast");
-    cli.stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"a\x1db")
-        .expect("write");
-    let status = wait_with_deadline(&mut cli);
-    let output = cli.wait_with_output().expect("output");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr),
-    );
+    let argv = ["sh", "-c", "stty raw -echo; head -c 3 | od -An -tx1"];
+    let (status, stdout, stderr) = new_attached_with_input(&host.address, &argv, b"a\x1db");
     assert!(
         stdout.contains("61 1d 62"),
         "all three bytes: {stdout:?} {stderr}"
@@ -598,33 +606,47 @@ async fn piped_input_holding_the_detach_key_is_sent_whole() {
 /// as the program reads, to the last byte.
 #[tokio::test]
 async fn input_the_program_does_not_read_yet_is_held_and_sent_whole() {
-    use std::io::Write;
     const BYTES: usize = 3 << 20;
     let home = HostHome::new();
     let host = home.start(&[]).await;
+    let script = format!("stty raw -echo; sleep 2; head -c {BYTES} | wc -c");
+    let (status, stdout, stderr) =
+        new_attached_with_input(&host.address, &["sh", "-c", &script], &vec![b'x'; BYTES]);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains(&BYTES.to_string()), "{stdout:?} {stderr}");
+}
+
+/// `holdfast new --attach -- ARGV` with `input` piped in (from a thread of
+/// its own, so a program that reads it late holds up nothing here), to its
+/// exit: its status, stdout and stderr, once all the input was taken.
+fn new_attached_with_input(
+    address: &str,
+    argv: &[&str],
+    input: &[u8],
+) -> (std::process::ExitStatus, String, String) {
+    use std::io::Write;
     let mut cli = Command::new(binary("holdfast"))
-        .args(["--addr", &host.address, "new", "--attach", "--"])
-        .args([
-            "sh",
-            "-c",
-            &format!("stty raw -echo; sleep 2; head -c {BYTES} | wc -c"),
-        ])
+        .args(["--addr", address, "new", "--attach", "--"])
+        .args(argv)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("run holdfast");
     let mut stdin = cli.stdin.take().expect("stdin");
-    let writer = std::thread::spawn(move || stdin.write_all(&vec![b'x'; BYTES]));
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
     let status = wait_with_deadline(&mut cli);
     let output = cli.wait_with_output().expect("output");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr),
-    );
-    assert_eq!(status.code(), Some(0), "{stderr}");
-    assert!(stdout.contains(&BYTES.to_string()), "{stdout:?} {stderr}");
-    writer.join().expect("writer").expect("all of it written");
+    writer
+        .join()
+        .expect("writer")
+        .expect("all of the input taken");
+    (
+        status,
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }
 
 /// Commands run at once on a fresh database, each finding no default

@@ -19,6 +19,7 @@ use tokio::io::AsyncReadExt;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::stale_queries::History;
+use crate::stdout::tell;
 use crate::terminal_modes::TerminalModes;
 use crate::{Clients, refused};
 
@@ -30,6 +31,11 @@ impl DetachKey {
     /// Parses `^X` (a control key: `^` and a letter or one of `@[\]^_`)
     /// or `none`.
     pub fn parse(text: &str) -> Result<Self, String> {
+        // `HOLDFAST_DETACH_KEY=` set empty, as unset: the default, not an
+        // error in every command.
+        if text.is_empty() {
+            return Ok(Self(Some(0x1d)));
+        }
         if text.eq_ignore_ascii_case("none") {
             return Ok(Self(None));
         }
@@ -150,7 +156,10 @@ pub async fn attach(
         session_id,
         (attachment, history),
         raw,
-        detach_key,
+        InputRules {
+            detach_key,
+            end: InputEnd::Kept,
+        },
         window_changes,
         stream,
     )
@@ -207,7 +216,10 @@ pub async fn start(
             session_id.clone(),
             (attachment, history),
             raw,
-            detach_key,
+            InputRules {
+                detach_key,
+                end: InputEnd::Passed,
+            },
             window_changes,
             events,
         )
@@ -227,22 +239,22 @@ async fn relay(
     session_id: String,
     opened: (String, History),
     raw: Option<RawMode>,
-    detach_key: DetachKey,
+    input: InputRules,
     mut window_changes: Signal,
     events: impl Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>> + Send + 'static,
 ) -> anyhow::Result<u8> {
     // Input that is not a terminal is data, sent whole: a byte that
     // happens to be the detach key is no key.
-    let detach_key = if raw.is_some() {
-        detach_key
+    let (detach_key, input_end) = if raw.is_some() {
+        (input.detach_key, InputEnd::Kept)
     } else {
-        DetachKey(None)
+        (DetachKey(None), input.end)
     };
     let (mut attachment, mut history) = opened;
     let mut screen = Screen::new(raw);
     let mut stream: Events = Box::pin(events);
     let mut ends = Ends::watch()?;
-    let mut keyboard = Keyboard::new(detach_key);
+    let mut keyboard = Keyboard::new(detach_key, input_end);
     let mut stdout = std::io::stdout();
     let mut typing = Typing::new(attachment.clone());
     let mut held = HeldKeys::default();
@@ -329,28 +341,28 @@ async fn relay(
     Ok(match ending {
         Ending::Exited(exited) => {
             match (exited.exit_code, exited.signal) {
-                (Some(code), _) => eprintln!("\r\n[holdfast: session exited with code {code}]"),
+                (Some(code), _) => tell!("\r\n[holdfast: session exited with code {code}]\n"),
                 (None, Some(signal)) => {
-                    eprintln!("\r\n[holdfast: session ended by signal {signal}]")
+                    tell!("\r\n[holdfast: session ended by signal {signal}]\n")
                 }
-                (None, None) => eprintln!("\r\n[holdfast: session ended]"),
+                (None, None) => tell!("\r\n[holdfast: session ended]\n"),
             }
             exit_status(exited.exit_code, exited.signal)
         }
         Ending::Detached => {
-            eprintln!("\r\n[holdfast: detached from {session_id}; it keeps running]");
+            tell!("\r\n[holdfast: detached from {session_id}; it keeps running]\n");
             0
         }
         Ending::Lost(status) if is_verdict(&status) => {
-            eprintln!(
-                "\r\n[holdfast: session {session_id} cannot be attached again: {}]",
+            tell!(
+                "\r\n[holdfast: session {session_id} cannot be attached again: {}]\n",
                 status.message()
             );
             1
         }
         Ending::Lost(status) => {
-            eprintln!(
-                "\r\n[holdfast: the host-service did not come back within {} s ({}); session {session_id} may still be running: `holdfast attach {session_id}`]",
+            tell!(
+                "\r\n[holdfast: the host-service did not come back within {} s ({}); session {session_id} may still be running: `holdfast attach {session_id}`]\n",
                 REATTACH_PATIENCE.as_secs(),
                 status.message()
             );
@@ -426,7 +438,7 @@ async fn send_keys(
         Err(status) if is_verdict(&status) => Err(refused(status)),
         Err(status) => {
             typing.again();
-            eprint!(
+            tell!(
                 "\r\n[holdfast: {} bytes of input may not have reached the session: {}]\r\n",
                 keys.len(),
                 status.message()
@@ -483,7 +495,7 @@ impl HeldKeys {
             }
             Sent::NotTaken(why) => {
                 if !self.told_not_taken {
-                    eprint!("\r\n[holdfast: keys not taken: {why}]\r\n");
+                    tell!("\r\n[holdfast: keys not taken: {why}]\r\n");
                     self.told_not_taken = true;
                 }
                 self.refused = None;
@@ -493,7 +505,7 @@ impl HeldKeys {
         let now = Instant::now();
         let since = self.refused.map_or(now, |(since, _)| since);
         if now.duration_since(since) >= REATTACH_PATIENCE {
-            eprint!(
+            tell!(
                 "\r\n[holdfast: the program has not read its input for {} s; {} bytes typed were dropped]\r\n",
                 REATTACH_PATIENCE.as_secs(),
                 keys.len()
@@ -630,6 +642,25 @@ enum Keys {
     Ended,
 }
 
+/// How this process's input is taken.
+#[derive(Debug, Clone, Copy)]
+struct InputRules {
+    /// The key that detaches, on a terminal.
+    detach_key: DetachKey,
+    /// What the end of input that is not a terminal does.
+    end: InputEnd,
+}
+
+/// What the end of input that is not a terminal does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InputEnd {
+    /// Nothing: the session was there before, its input is not ours.
+    Kept,
+    /// The end-of-file key goes after it (a new session's input, which its
+    /// program reads to the end, as `docker run -i` closes its input).
+    Passed,
+}
+
 /// This process's input, and keys typed while no session took them.
 struct Keyboard {
     stdin: tokio::io::Stdin,
@@ -640,6 +671,9 @@ struct Keyboard {
     open: bool,
     /// Keys typed and not sent yet (attaching again, or refused).
     typed: Vec<u8>,
+    input_end: InputEnd,
+    /// The last byte read.
+    last: Option<u8>,
 }
 
 /// Most keys held while they cannot be sent, the most one write may carry;
@@ -653,13 +687,15 @@ impl Keyboard {
         self.open && self.typed.len() + self.buffer.len() <= MAX_HELD_KEYS
     }
 
-    fn new(detach_key: DetachKey) -> Self {
+    fn new(detach_key: DetachKey, input_end: InputEnd) -> Self {
         Self {
             stdin: tokio::io::stdin(),
             buffer: Box::new([0; 4096]),
             detach_key,
             open: true,
             typed: Vec::new(),
+            input_end,
+            last: None,
         }
     }
 
@@ -673,9 +709,13 @@ impl Keyboard {
             .context("reading the keyboard")?;
         if read == 0 {
             self.open = false;
+            if self.input_end == InputEnd::Passed {
+                self.typed.extend_from_slice(end_of_input(self.last));
+            }
             return Ok(Keys::Ended);
         }
         let typed = &self.buffer[..read];
+        self.last = typed.last().copied();
         let detach_at = self
             .detach_key
             .0
@@ -687,6 +727,16 @@ impl Keyboard {
         } else {
             Keys::Typed
         })
+    }
+}
+
+/// The end-of-file key (Ctrl-D) as a terminal's user types it to end
+/// input that ended after `last`: at the start of a line it is the end;
+/// after part of one, it first hands over that part, so it goes twice.
+fn end_of_input(last: Option<u8>) -> &'static [u8] {
+    match last {
+        None | Some(b'\n') => b"\x04",
+        Some(_) => b"\x04\x04",
     }
 }
 
@@ -844,7 +894,7 @@ mod tests {
     /// (they reached 1 MiB and most of a read more).
     #[tokio::test]
     async fn keys_held_fit_one_write() {
-        let mut keyboard = super::Keyboard::new(DetachKey(None));
+        let mut keyboard = super::Keyboard::new(DetachKey(None), super::InputEnd::Kept);
         let read = keyboard.buffer.len();
         keyboard.typed = vec![b'x'; super::MAX_HELD_KEYS - read];
         assert!(keyboard.takes_more());
@@ -894,7 +944,8 @@ mod tests {
         assert_eq!(DetachKey::parse("^q"), Ok(DetachKey(Some(0x11))));
         assert_eq!(DetachKey::parse("^@"), Ok(DetachKey(Some(0))));
         assert_eq!(DetachKey::parse("none"), Ok(DetachKey(None)));
-        for bad in ["", "]", "^", "^1", "^]]", "ctrl-]", "^["] {
+        assert_eq!(DetachKey::parse(""), Ok(DetachKey(Some(0x1d))), "as unset");
+        for bad in ["]", "^", "^1", "^]]", "ctrl-]", "^["] {
             assert!(DetachKey::parse(bad).is_err(), "{bad:?}");
         }
     }

@@ -14,7 +14,7 @@ use pb::attach_session_response::Event;
 
 use crate::attach::{REATTACH_PATIENCE, REATTACH_PAUSE_MAX, exit_status, is_verdict};
 use crate::stale_queries::History;
-use crate::stdout::say;
+use crate::stdout::{say, tell};
 use crate::{Clients, refused};
 
 /// What `logs` does with a session's output.
@@ -186,8 +186,8 @@ impl Copy {
                         queries.gap();
                     }
                     self.flush()?;
-                    eprintln!(
-                        "[holdfast: {} bytes of earlier output are no longer held]",
+                    tell!(
+                        "[holdfast: {} bytes of earlier output are no longer held]\n",
                         gap.to_offset - gap.from_offset
                     );
                 }

@@ -14,7 +14,7 @@ use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::{Interceptor, interceptor::InterceptedService};
 use tonic::transport::Channel;
 
-use crate::stdout::say;
+use crate::stdout::{say, tell};
 
 /// Keep terminal sessions alive and visible across restarts.
 #[derive(Debug, Parser)]
@@ -104,7 +104,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Count a workspace's sessions that nothing here is attached to.
+    /// Count a workspace's sessions that nothing is attached to.
     Count {
         /// Workspace name or id [default: "default"].
         #[arg(long, short, add = ArgValueCandidates::new(completion::workspaces))]
@@ -280,7 +280,7 @@ fn main() {
     }) {
         Ok(Ok(code)) => code,
         Ok(Err(error)) | Err(error) => {
-            eprintln!("holdfast: {error:#}");
+            tell!("holdfast: {error:#}\n");
             1
         }
     };
@@ -333,6 +333,16 @@ fn is_on_this_machine(addr: &str) -> bool {
 }
 
 async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<Clients> {
+    // The host-service speaks plain HTTP/2; an address that asks for TLS
+    // would get none, and its token would cross the network in the clear.
+    if let Some((scheme, _)) = addr.split_once("://")
+        && scheme != "http"
+    {
+        bail!(
+            "{addr:?}: the host-service is reached over plain http (`http://HOST:PORT` or `HOST:PORT`); \
+             for another machine, put a TLS proxy or an SSH tunnel in front of it"
+        );
+    }
     let bearer = Bearer(
         token
             .map(|token| {
@@ -389,7 +399,15 @@ async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<Clients> {
 
 /// A server's refusal, in words.
 fn refused(status: tonic::Status) -> anyhow::Error {
-    anyhow::anyhow!("{}", status.message())
+    let message = status.message();
+    // A new session's `title` in the API is `--name` here.
+    let field = holdfast::error_details::field_of(&status);
+    if matches!(field.as_deref(), Some("title" | "create.title"))
+        && let Some(rest) = message.strip_prefix("title ")
+    {
+        return anyhow::anyhow!("--name {rest}");
+    }
+    anyhow::anyhow!("{message}")
 }
 
 async fn run(cli: Cli) -> anyhow::Result<u8> {
@@ -452,13 +470,18 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         } => {
             let local = is_on_this_machine(&cli.addr);
             if !local && !clean_env {
-                eprintln!(
+                tell!(
                     "note: the host-service is on another machine: the session gets its clean \
-                     environment and what --env names, none of this shell's"
+                     environment and what --env names, none of this shell's\n"
                 );
             }
             let env = environment::for_session(clean_env || !local, &env)?;
             if let Some(name) = &name {
+                if name.is_empty() {
+                    bail!(
+                        "--name may not be empty (without it, the session is named by its command)"
+                    );
+                }
                 naming::refuse_taken(&mut clients, name, None).await?;
             }
             let title = name.or_else(|| naming::title_of(&command));
@@ -515,18 +538,13 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Count { workspace } => {
             let workspace_id =
                 workspace_or_default(&mut clients, workspace.as_deref(), false).await?;
-            let count = clients
-                .terminals
-                .count_background_sessions(pb::CountBackgroundSessionsRequest {
-                    workspace_id,
-                    attached_session_ids: Vec::new(),
-                })
-                .await
-                .map_err(refused)?
-                .into_inner();
-            say!("{}", count.count);
-            if count.source == pb::Source::MemoryOnly as i32 {
-                eprintln!("note: memory-only count ({})", count.degraded_reason);
+            // Nothing attached from anywhere, as the list says of each
+            // (`CountBackgroundSessions` leaves out only what its caller
+            // says it has attached, and this command attaches nothing).
+            let list = list_sessions(&mut clients, workspace_id).await?;
+            say!("{}", list.sessions.iter().filter(|s| !s.attached).count());
+            if list.source == pb::Source::MemoryOnly as i32 {
+                tell!("note: memory-only count ({})\n", list.degraded_reason);
             }
         }
         Command::Send { id, text } => {
@@ -643,9 +661,9 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             say!("disposed {id}");
             let asked_more = signal != pb::Signal::Hup || time.is_some();
             if asked_more && disposed.signal == pb::Signal::Unspecified as i32 {
-                eprintln!(
+                tell!(
                     "note: this host-service did not say it read -s or -t: one that predates them \
-                     sends SIGHUP, then SIGKILL after 1 s"
+                     sends SIGHUP, then SIGKILL after 1 s\n"
                 );
             }
         }
@@ -795,7 +813,7 @@ async fn workspace_or_default(
     }
     if !create {
         bail!(
-            "there is no {DEFAULT_WORKSPACE:?} workspace yet: `holdfast new` makes it (see `holdfast workspace list`)"
+            "there is no open {DEFAULT_WORKSPACE:?} workspace: `holdfast new` makes one (see `holdfast workspace list`)"
         );
     }
     let made = create_workspace(clients, DEFAULT_WORKSPACE)

@@ -1,6 +1,8 @@
-//! Printing to stdout. A reader that goes away (`holdfast ls | head -1`)
-//! ends the program quietly, as it would `ls`, instead of the panic that
-//! `println!` raises on a closed pipe.
+//! Printing to stdout and stderr. A reader of stdout that goes away
+//! (`holdfast ls | head -1`) ends the program quietly, as it would `ls`,
+//! instead of the panic that `println!` raises on a closed pipe; words for
+//! a stderr nobody reads any more are dropped, where `eprintln!` would
+//! panic (and exit 101 instead of the command's own status).
 
 use std::io::{ErrorKind, Write};
 
@@ -12,6 +14,20 @@ macro_rules! say {
 }
 pub(crate) use say;
 
+/// Prints to stderr, like `eprint!`, dropping what a closed stderr
+/// refuses.
+macro_rules! tell {
+    ($($arg:tt)*) => {
+        $crate::stdout::to_stderr(format_args!($($arg)*))
+    };
+}
+pub(crate) use tell;
+
+/// Writes to stderr; what it refuses is dropped.
+pub fn to_stderr(text: std::fmt::Arguments<'_>) {
+    let _ = std::io::stderr().lock().write_fmt(text);
+}
+
 /// Writes one line to stdout; exits when nobody reads it any more.
 pub fn line(text: std::fmt::Arguments<'_>) {
     let mut out = std::io::stdout().lock();
@@ -21,7 +37,7 @@ pub fn line(text: std::fmt::Arguments<'_>) {
         // The reader has what it wanted: stop, successfully, as ripgrep does.
         Err(error) if error.kind() == ErrorKind::BrokenPipe => std::process::exit(0),
         Err(error) => {
-            eprintln!("holdfast: writing to stdout: {error}");
+            tell!("holdfast: writing to stdout: {error}\n");
             std::process::exit(1);
         }
     }
