@@ -73,7 +73,7 @@ pub fn print_table(list: &pb::ListSessionsResponse, workspaces: Option<&HashMap<
     );
     say!("{}", header.trim_end());
     for session in &list.sessions {
-        let name: String = name_of(session).chars().take(24).collect();
+        let name = cut_to(name_of(session), 24);
         let workspace = workspaces
             .and_then(|names| names.get(&session.workspace_id))
             .map_or(session.workspace_id.as_str(), String::as_str);
@@ -95,6 +95,17 @@ pub fn print_table(list: &pb::ListSessionsResponse, workspaces: Option<&HashMap<
             list.degraded_reason
         );
     }
+}
+
+/// `text` in at most `chars` characters, a cut one ending in `…` (as
+/// docker's tables cut a long command), so it is not taken for whole.
+fn cut_to(text: &str, chars: usize) -> String {
+    if text.chars().count() <= chars {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(chars - 1).collect();
+    cut.push('…');
+    cut
 }
 
 /// A list as `ls --json` prints it.
@@ -181,4 +192,17 @@ pub fn print_session(session: &pb::Session, json: bool) -> anyhow::Result<()> {
         say!("ended       {} ago", age(session.ended_at));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut_to;
+
+    #[test]
+    fn a_cut_name_says_so() {
+        assert_eq!(cut_to("build", 24), "build");
+        assert_eq!(cut_to(&"x".repeat(24), 24), "x".repeat(24));
+        assert_eq!(cut_to("bash -c 'pwd; echo FOO=$X'", 10), "bash -c '…");
+        assert_eq!(cut_to("ünïcödé-name", 5), "ünïc…");
+    }
 }
