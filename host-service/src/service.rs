@@ -115,7 +115,12 @@ impl Host {
     /// window they were typed in, as tmux resizes before it passes keys on.
     async fn typed_in(&self, session_id: &str, attachment: Option<AttachToken>) {
         if attachment.is_some_and(|attachment| self.sizes.typed(session_id, attachment)) {
-            self.apply_size(session_id.to_owned()).await;
+            // On a task of its own, waited for: a caller that gives up
+            // meanwhile does not cancel it, which would leave the size
+            // recorded as given and never give it.
+            let host = self.clone();
+            let session_id = session_id.to_owned();
+            let _ = tokio::spawn(async move { host.apply_size(session_id).await }).await;
         }
     }
 

@@ -336,7 +336,7 @@ async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<Clients> {
     // The host-service speaks plain HTTP/2; an address that asks for TLS
     // would get none, and its token would cross the network in the clear.
     if let Some((scheme, _)) = addr.split_once("://")
-        && scheme != "http"
+        && !scheme.eq_ignore_ascii_case("http")
     {
         bail!(
             "{addr:?}: the host-service is reached over plain http (`http://HOST:PORT` or `HOST:PORT`); \
@@ -619,7 +619,10 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Rename { id, name } => {
             let id = naming::session_id(&mut clients, &id).await?;
-            naming::refuse_taken(&mut clients, &name, Some(&id)).await?;
+            // An empty one the host-service refuses, saying so.
+            if !name.is_empty() {
+                naming::refuse_taken(&mut clients, &name, Some(&id)).await?;
+            }
             let renamed = clients
                 .terminals
                 .rename_session(pb::RenameSessionRequest {
