@@ -59,7 +59,7 @@ where
 /// response), as holdfast's.
 fn rewrite_response<B>(mut response: http::Response<B>) -> http::Response<B> {
     let headers = response.headers_mut();
-    let refusal = Status::from_header_map(headers).and_then(oversize_refusal);
+    let refusal = Status::from_header_map(headers).and_then(|status| oversize_refusal(&status));
     if let Some(refusal) = refusal {
         headers.remove("grpc-status-details-bin");
         if let Err(error) = refusal.add_header(headers) {
@@ -72,11 +72,11 @@ fn rewrite_response<B>(mut response: http::Response<B>) -> http::Response<B> {
 /// A status from reading a request stream's next message: tonic's
 /// oversize refusal as holdfast's, anything else as it is.
 pub fn relabelled(status: Status) -> Status {
-    oversize_refusal(status.clone()).unwrap_or(status)
+    oversize_refusal(&status).unwrap_or(status)
 }
 
 /// holdfast's refusal for `status`, if it is tonic's oversize refusal.
-fn oversize_refusal(status: Status) -> Option<Status> {
+fn oversize_refusal(status: &Status) -> Option<Status> {
     if status.code() != Code::OutOfRange {
         return None;
     }

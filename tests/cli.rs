@@ -191,12 +191,7 @@ async fn completions_offer_the_names_of_live_sessions_and_open_workspaces() {
     let mut host = home.start(&[]).await;
     let workspace = host.create_workspace("builds").await.workspace_id;
     let closed = host.create_workspace("old").await.workspace_id;
-    host.workspaces
-        .close_workspace(pb::CloseWorkspaceRequest {
-            workspace_id: closed,
-        })
-        .await
-        .expect("close workspace");
+    host.close_workspace(&closed).await;
     let named = |name: &str| pb::CreateSessionRequest {
         title: Some(name.into()),
         ..session_request(&workspace, &["sleep", "600"])

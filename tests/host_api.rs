@@ -867,12 +867,7 @@ async fn workspaces_come_a_page_at_a_time() {
     );
 
     for closed in [&all.workspaces[1], &all.workspaces[3]] {
-        host.workspaces
-            .close_workspace(pb::CloseWorkspaceRequest {
-                workspace_id: closed.workspace_id.clone(),
-            })
-            .await
-            .expect("close");
+        host.close_workspace(&closed.workspace_id).await;
     }
     let first = list_open(true, 2, "").await.expect("open 1").into_inner();
     assert_eq!(names(&first), ["w0", "w2"]);
@@ -911,12 +906,7 @@ async fn closing_a_workspace_while_sessions_start_leaves_none_running() {
         list.sessions.len() >= 8
     })
     .await;
-    host.workspaces
-        .close_workspace(pb::CloseWorkspaceRequest {
-            workspace_id: workspace.clone(),
-        })
-        .await
-        .expect("close");
+    host.close_workspace(&workspace).await;
     while let Some(lane) = lanes.join_next().await {
         lane.expect("lane");
     }

@@ -123,13 +123,7 @@ impl World {
                 if self.closed[workspace] {
                     return;
                 }
-                self.host
-                    .workspaces
-                    .close_workspace(pb::CloseWorkspaceRequest {
-                        workspace_id: self.workspaces[workspace].clone(),
-                    })
-                    .await
-                    .expect("close");
+                self.host.close_workspace(&self.workspaces[workspace]).await;
                 self.closed[workspace] = true;
             }
             Step::Restart => {

@@ -146,12 +146,7 @@ async fn the_host_names_the_reason_the_field_and_the_subject() {
     );
     expect_reason(&refused, Reason::SessionDisposed, &[("sessionId", id)]);
 
-    host.workspaces
-        .close_workspace(pb::CloseWorkspaceRequest {
-            workspace_id: workspace.clone(),
-        })
-        .await
-        .expect("close");
+    host.close_workspace(&workspace).await;
     let refused = expect_status(
         terminals
             .create_session(session_request(&workspace, &["true"]))

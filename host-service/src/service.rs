@@ -118,20 +118,20 @@ impl Host {
             // On a task of its own, waited for: a caller that gives up
             // meanwhile does not cancel it, which would leave the size
             // recorded as given and never give it.
-            let host = self.clone();
-            let session_id = session_id.to_owned();
-            let _ = tokio::spawn(async move { host.apply_size(session_id).await }).await;
+            if let Some(resized) = self.apply_size_soon(session_id.to_owned()) {
+                let _ = resized.await;
+            }
         }
     }
 
-    /// [`Self::apply_size`] on a task of its own: the write or the stream's
-    /// end that called for it does not wait for it. (Streams are dropped
-    /// on the runtime; outside it there is nothing to resize for.)
-    fn apply_size_soon(&self, session_id: String) {
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let host = self.clone();
-            runtime.spawn(async move { host.apply_size(session_id).await });
-        }
+    /// [`Self::apply_size`] on a task of its own, which no caller giving up
+    /// cancels; the stream's end that calls for it does not wait for it.
+    /// (Streams are dropped on the runtime; outside it there is nothing to
+    /// resize for.)
+    fn apply_size_soon(&self, session_id: String) -> Option<tokio::task::JoinHandle<()>> {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let host = self.clone();
+        Some(runtime.spawn(async move { host.apply_size(session_id).await }))
     }
 
     /// Gives a session, in its turn, the size it was last given: that of

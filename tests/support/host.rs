@@ -288,6 +288,17 @@ impl HostService {
             .expect("write");
     }
 
+    /// Closes a workspace, as `CloseWorkspace` answers it.
+    pub async fn close_workspace(&mut self, workspace_id: &str) -> pb::CloseWorkspaceResponse {
+        self.workspaces
+            .close_workspace(pb::CloseWorkspaceRequest {
+                workspace_id: workspace_id.to_owned(),
+            })
+            .await
+            .expect("close workspace")
+            .into_inner()
+    }
+
     pub async fn create_workspace(&mut self, name: &str) -> pb::Workspace {
         self.workspaces
             .create_workspace(pb::CreateWorkspaceRequest { name: name.into() })

@@ -751,20 +751,21 @@ fn open_named<'a>(
 /// A workspace by id, or the one open workspace with that name. Open ones
 /// are looked at first: a closed one only for a whole id none has.
 async fn find_workspace(clients: &mut Clients, name_or_id: &str) -> anyhow::Result<pb::Workspace> {
-    let by_id = |workspaces: Vec<pb::Workspace>| {
+    let by_id = |workspaces: &[pb::Workspace]| {
         workspaces
-            .into_iter()
+            .iter()
             .find(|w| w.workspace_id == name_or_id)
+            .cloned()
     };
     let workspaces = list_workspaces(clients, true).await?;
-    if let Some(workspace) = by_id(workspaces.clone()) {
+    if let Some(workspace) = by_id(&workspaces) {
         return Ok(workspace);
     }
     let named: Vec<&pb::Workspace> = open_named(&workspaces, name_or_id).collect();
     match named.len() {
         0 => {
             if uuid::Uuid::try_parse(name_or_id).is_ok()
-                && let Some(closed) = by_id(list_workspaces(clients, false).await?)
+                && let Some(closed) = by_id(&list_workspaces(clients, false).await?)
             {
                 return Ok(closed);
             }
