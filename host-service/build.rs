@@ -1,5 +1,5 @@
 //! Generates the host-service's own copy of its server traits. Every message
-//! is the `holdfast` crate's generated type except `ListSessionsResponse`,
+//! is the `holdfast-api` crate's generated type except `ListSessionsResponse`,
 //! which is the host's `listing::ListSessionsResponse`: wire-identical, but
 //! assembled from each session's encoding kept ready (see `listing.rs`).
 
@@ -8,11 +8,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let descriptors = protox::compile(["holdfast/host/v1/host.proto"], ["../proto"])?;
     tonic_prost_build::configure()
         .build_client(false)
-        .codec_path("::holdfast::codec::SliceCodec")
-        .extern_path(".holdfast.host.v1", "::holdfast::proto::host::v1")
+        .codec_path("::holdfast_api::codec::SliceCodec")
+        .extern_path(".holdfast.host.v1", "::holdfast_api::proto::host::v1")
         .extern_path(
             ".holdfast.host.v1.ListSessionsResponse",
-            "crate::listing::ListSessionsResponse",
+            "crate::grpc::listing::ListSessionsResponse",
         )
         .compile_fds(descriptors)?;
     Ok(())

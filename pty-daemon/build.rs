@@ -1,5 +1,5 @@
 //! Generates the daemon's own copy of the `PtyDaemon` server trait. Every
-//! message is the `holdfast` crate's generated type except `ListResponse`,
+//! message is the `holdfast-api` crate's generated type except `ListResponse`,
 //! which is the daemon's `listing::ListResponse`: wire-identical, but
 //! assembled from each session's encoding kept ready (see `listing.rs`).
 
@@ -8,8 +8,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let descriptors = protox::compile(["holdfast/daemon/v1/daemon.proto"], ["../proto"])?;
     tonic_prost_build::configure()
         .build_client(false)
-        .codec_path("::holdfast::codec::SliceCodec")
-        .extern_path(".holdfast.daemon.v1", "::holdfast::proto::daemon::v1")
+        .codec_path("::holdfast_api::codec::SliceCodec")
+        .extern_path(".holdfast.daemon.v1", "::holdfast_api::proto::daemon::v1")
         .extern_path(
             ".holdfast.daemon.v1.ListResponse",
             "crate::listing::ListResponse",

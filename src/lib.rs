@@ -1,24 +1,16 @@
-//! Shared pieces of holdfast: the generated protobuf and gRPC code, the
-//! default filesystem locations, and a client for the pty-daemon's unix
-//! socket.
+//! holdfast's API: the generated protobuf and gRPC code of both services.
+//!
+//! This is the crate every Rust client depends on, the two services
+//! included. Besides the generated code it holds what the wire contract
+//! needs: the codec the generated code names, the refusal reasons with
+//! their details, and the metadata keys.
 
-pub mod accept_backoff;
-pub mod admission;
-pub mod answered_stream;
 pub mod codec;
-pub mod daemon_client;
 pub mod error_details;
-pub mod logging;
-pub mod loopback_peer;
-pub mod oversize;
-pub mod paths;
-pub mod preencoded;
-pub mod proc_stat;
-pub mod proc_usage;
 pub mod proto;
-pub mod reflection;
-pub mod small_frames;
 pub mod status_text;
 
-/// The version every holdfast binary reports; daemon and host compare it.
+/// The version every holdfast binary reports.
+///
+/// The daemon and the host-service compare it to tell an older peer.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -3,7 +3,7 @@
 
 mod support;
 
-use holdfast::proto::daemon::v1 as pb;
+use holdfast_api::proto::daemon::v1 as pb;
 use support::*;
 use tonic::Code;
 
@@ -433,7 +433,7 @@ async fn errors_about_huge_fields_are_short_and_the_connection_survives() {
             status.message()
         );
         assert!(
-            status.message().len() <= holdfast::status_text::MAX_STATUS_MESSAGE_BYTES,
+            status.message().len() <= holdfast_api::status_text::MAX_STATUS_MESSAGE_BYTES,
             "{} bytes",
             status.message().len()
         );
@@ -480,10 +480,12 @@ async fn arguments_too_long_for_the_system_are_an_invalid_argument() {
 #[tokio::test]
 async fn invalid_utf8_in_a_string_field_is_refused_and_harmless() {
     let daemon = Daemon::start().await;
-    let channel =
-        holdfast::daemon_client::connect_channel(&daemon.socket, std::time::Duration::from_secs(5))
-            .await
-            .expect("connect");
+    let channel = holdfast_plumbing::daemon_client::connect_channel(
+        &daemon.socket,
+        std::time::Duration::from_secs(5),
+    )
+    .await
+    .expect("connect");
     for method in ["Spawn", "Kill", "Attach", "Write", "Resize"] {
         let path = format!("/holdfast.daemon.v1.PtyDaemon/{method}");
         let status = send_invalid_utf8(channel.clone(), &path).await;

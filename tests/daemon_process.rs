@@ -8,9 +8,9 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use holdfast::daemon_client;
-use holdfast::proc_usage::open_fds;
-use holdfast::proto::daemon::v1 as pb;
+use holdfast_api::proto::daemon::v1 as pb;
+use holdfast_plumbing::daemon_client;
+use holdfast_plumbing::proc_usage::open_fds;
 use support::*;
 
 fn mode(path: &std::path::Path) -> u32 {
@@ -557,7 +557,7 @@ async fn peer_helper() {
     let outcome = match raw {
         Err(error) => format!("connect-error: {error}"),
         Ok(channel) => {
-            match holdfast::proto::daemon::v1::pty_daemon_client::PtyDaemonClient::new(channel)
+            match holdfast_api::proto::daemon::v1::pty_daemon_client::PtyDaemonClient::new(channel)
                 .list(pb::ListRequest::default())
                 .await
             {
@@ -715,7 +715,7 @@ async fn spawn_kill_cycles_leak_no_fds_and_no_zombies() {
     }
     settled(baseline).await;
     assert_eq!(
-        holdfast::proc_stat::zombie_children(pid),
+        holdfast_plumbing::proc_stat::zombie_children(pid),
         0,
         "zombies left behind"
     );
@@ -727,7 +727,7 @@ fn processes_running(argv: &[&str]) -> Vec<i32> {
         .iter()
         .flat_map(|arg| [arg.as_bytes(), b"\0"].concat())
         .collect();
-    holdfast::proc_stat::pids()
+    holdfast_plumbing::proc_stat::pids()
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|line| line == wanted)
         })

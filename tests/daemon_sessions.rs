@@ -3,8 +3,8 @@
 
 mod support;
 
-use holdfast::daemon_client::DaemonClient;
-use holdfast::proto::daemon::v1 as pb;
+use holdfast_api::proto::daemon::v1 as pb;
+use holdfast_plumbing::daemon_client::DaemonClient;
 use support::*;
 use tonic::Streaming;
 
@@ -781,7 +781,7 @@ async fn an_unterminated_title_does_not_grow_the_daemon() {
     let daemon = Daemon::start().await;
     let mut client = daemon.client().await;
     let pid = i32::try_from(daemon.child.id()).expect("pid");
-    let before = holdfast::proc_usage::rss_kib(pid);
+    let before = holdfast_plumbing::proc_usage::rss_kib(pid);
     let script = format!("printf '\\033]0;'; head -c {BYTES} /dev/zero | tr '\\000' y; sleep 1000");
     let session = spawn(&mut client, &["sh", "-c", &script]).await;
     eventually("the program's output to be read", || {
@@ -793,7 +793,7 @@ async fn an_unterminated_title_does_not_grow_the_daemon() {
         }
     })
     .await;
-    let grown_kib = holdfast::proc_usage::rss_kib(pid).saturating_sub(before);
+    let grown_kib = holdfast_plumbing::proc_usage::rss_kib(pid).saturating_sub(before);
     assert!(
         grown_kib < 12 << 10,
         "the daemon grew by {grown_kib} KiB reading {} MiB of an open title",
@@ -932,7 +932,7 @@ async fn list_reports_every_session_and_the_daemon() {
     assert_eq!(ids, vec!["chosen-id.1", other.session_id.as_str()]);
     let info = listed.daemon.expect("daemon info");
     assert_eq!(info.pid, daemon.child.id());
-    assert_eq!(info.version, holdfast::VERSION);
+    assert_eq!(info.version, holdfast_api::VERSION);
     assert!(info.started_at.is_some());
     assert_eq!(listed.sessions[0].argv, vec!["sleep", "1000"]);
 }

@@ -6,9 +6,9 @@ mod support;
 
 use std::time::Duration;
 
-use holdfast::proc_stat::ProcStat;
-use holdfast::proto::host::v1 as pb;
-use holdfast::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
+use holdfast_api::proto::host::v1 as pb;
+use holdfast_api::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
+use holdfast_plumbing::proc_stat::ProcStat;
 use rustix::process::{Pid, Resource, Rlimit};
 use support::host::*;
 use support::*;
@@ -17,7 +17,7 @@ use support::*;
 /// so it can open no more; returns its limit from before.
 fn squeeze(pid: u32) -> Rlimit {
     let pid_number = pid as i32;
-    let open = holdfast::proc_usage::open_fds(pid_number) as u64;
+    let open = holdfast_plumbing::proc_usage::open_fds(pid_number) as u64;
     let hard = rustix::process::getrlimit(Resource::Nofile).maximum;
     rustix::process::prlimit(
         Pid::from_raw(pid_number),
@@ -50,7 +50,7 @@ async fn starve<C>(
         assert!(
             std::time::Instant::now() < deadline,
             "the service never reported failing accepts; {} descriptors open; {}; log:\n{}",
-            holdfast::proc_usage::open_fds(pid as i32),
+            holdfast_plumbing::proc_usage::open_fds(pid as i32),
             std::fs::read_to_string(format!("/proc/{pid}/limits"))
                 .unwrap_or_default()
                 .lines()

@@ -7,8 +7,8 @@ mod support;
 
 use std::process::Command;
 
-use holdfast::proto::host::v1 as pb;
-use holdfast::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
+use holdfast_api::proto::host::v1 as pb;
+use holdfast_api::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
 use support::host::*;
 use support::*;
 use tonic::Code;
@@ -91,7 +91,7 @@ async fn with_a_token_every_call_needs_it_and_it_goes_nowhere_else() {
 
     // A session's environment, the daemon's and the log never hold it.
     let mut terminals =
-        holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient::with_interceptor(
+        holdfast_api::proto::host::v1::terminal_service_client::TerminalServiceClient::with_interceptor(
             channel.clone(),
             move |mut request: tonic::Request<()>| {
                 request

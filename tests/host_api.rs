@@ -6,9 +6,9 @@ mod support;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use holdfast::answered_stream::{self, AnsweredStream};
-use holdfast::proc_usage::rss_kib;
-use holdfast::proto::host::v1 as pb;
+use holdfast_api::proto::host::v1 as pb;
+use holdfast_plumbing::answered_stream::{self, AnsweredStream};
+use holdfast_plumbing::proc_usage::rss_kib;
 use support::host::*;
 use support::*;
 use tonic::Code;
@@ -957,9 +957,10 @@ async fn the_reaper_kills_orphans_but_never_active_sessions() {
         .create_session(session_request(&workspace, &["sleep", "1000"]))
         .await;
     // A session started on the daemon behind the host's back has no row.
-    let mut client = holdfast::daemon_client::connect(&home.socket(), Duration::from_secs(5))
-        .await
-        .expect("daemon");
+    let mut client =
+        holdfast_plumbing::daemon_client::connect(&home.socket(), Duration::from_secs(5))
+            .await
+            .expect("daemon");
     let orphan = spawn(&mut client, &["sleep", "1000"]).await;
     let reaped = exited(&client, &orphan.session_id).await;
     assert_eq!(reaped.signal, Some(1), "killed with SIGHUP");
@@ -990,7 +991,7 @@ async fn a_session_the_daemon_forgot_is_still_told_as_exited() {
         .await;
     let id = session.session_id.as_str();
     // Forgotten by the daemon: what follows is the host-service's answer.
-    let daemon = holdfast::daemon_client::connect(&home.socket(), Duration::from_secs(5))
+    let daemon = holdfast_plumbing::daemon_client::connect(&home.socket(), Duration::from_secs(5))
         .await
         .expect("daemon");
     eventually("the daemon to forget the session", || {
@@ -1377,7 +1378,7 @@ async fn attach_on_own_connection(
         .connect()
         .await
         .expect("connect");
-    holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient::new(channel)
+    holdfast_api::proto::host::v1::terminal_service_client::TerminalServiceClient::new(channel)
         .attach_session(pb::AttachSessionRequest {
             session_id: session_id.to_owned(),
             from_offset: None,
@@ -1717,7 +1718,7 @@ async fn a_disposal_can_give_a_signal_and_time_to_shut_down() {
     let home = HostHome::new();
     let mut host = home.start(&["--reap-interval-secs", "1"]).await;
     let workspace = host.create_workspace("graceful").await.workspace_id;
-    let client = holdfast::daemon_client::connect(&home.socket(), Duration::from_secs(5))
+    let client = holdfast_plumbing::daemon_client::connect(&home.socket(), Duration::from_secs(5))
         .await
         .expect("daemon");
     let script = "trap 'sleep 3; exit 42' TERM; echo ready; while :; do sleep 0.05; done";
@@ -1825,7 +1826,7 @@ async fn ended_by_the_reaper(
         .bind::<diesel::sql_types::Text, _>(&session.session_id)
         .execute(&mut home.open_database())
         .expect("stamp the row");
-    let client = holdfast::daemon_client::connect(&home.socket(), Duration::from_secs(5))
+    let client = holdfast_plumbing::daemon_client::connect(&home.socket(), Duration::from_secs(5))
         .await
         .expect("daemon");
     let ended = exited(&client, &session.session_id).await;
@@ -2252,7 +2253,7 @@ async fn attach_streams_say_where_their_live_output_begins() {
             .await
             .expect("attach");
         assert_eq!(
-            holdfast::proto::live_offset(answer.metadata()),
+            holdfast_api::proto::live_offset(answer.metadata()),
             Some(5),
             "watch: {watch}"
         );
@@ -2263,5 +2264,8 @@ async fn attach_streams_say_where_their_live_output_begins() {
         })
         .await
         .expect("start");
-    assert_eq!(holdfast::proto::live_offset(started.metadata()), Some(0));
+    assert_eq!(
+        holdfast_api::proto::live_offset(started.metadata()),
+        Some(0)
+    );
 }

@@ -14,7 +14,7 @@ mod support;
 
 use std::collections::{BTreeSet, HashMap};
 
-use holdfast::proto::host::v1 as pb;
+use holdfast_api::proto::host::v1 as pb;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use rustix::process::{Pid, Signal};

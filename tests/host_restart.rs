@@ -6,9 +6,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use holdfast::proto::daemon::v1 as daemon_pb;
-use holdfast::proto::host::v1 as pb;
-use holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient;
+use holdfast_api::proto::daemon::v1 as daemon_pb;
+use holdfast_api::proto::host::v1 as pb;
+use holdfast_api::proto::host::v1::terminal_service_client::TerminalServiceClient;
 use rustix::process::{Pid, Signal};
 use support::host::*;
 use support::*;
@@ -171,7 +171,7 @@ async fn a_create_whose_client_gave_up_still_finishes() {
         "{gave_up:?}"
     );
     rustix::process::kill_process(daemon, Signal::CONT).expect("SIGCONT the daemon");
-    let client = holdfast::daemon_client::connect(&home.socket(), PATIENCE)
+    let client = holdfast_plumbing::daemon_client::connect(&home.socket(), PATIENCE)
         .await
         .expect("daemon");
     eventually("the session to run", || {
@@ -234,9 +234,10 @@ async fn a_running_session_recorded_as_ended_is_listed_again() {
         .await;
     assert_eq!(ids(&listed), vec![running.session_id.as_str()]);
     assert!(listed.sessions[0].alive, "{listed:?}");
-    let mut client = holdfast::daemon_client::connect(&home.socket(), Duration::from_secs(5))
-        .await
-        .expect("daemon");
+    let mut client =
+        holdfast_plumbing::daemon_client::connect(&home.socket(), Duration::from_secs(5))
+            .await
+            .expect("daemon");
     exited(&client, &condemned.session_id).await;
     let still = find(&mut client, &running.session_id)
         .await
@@ -320,7 +321,7 @@ async fn a_session_disposed_while_being_adopted_is_never_listed_again() {
     rustix::process::kill_process(daemon, Signal::CONT).expect("SIGCONT the daemon");
     dispose.await.expect("task").expect("disposed");
     let _ = attach.await.expect("task");
-    let client = holdfast::daemon_client::connect(&home.socket(), PATIENCE)
+    let client = holdfast_plumbing::daemon_client::connect(&home.socket(), PATIENCE)
         .await
         .expect("daemon");
     let mut lists = 0;
@@ -408,7 +409,7 @@ async fn a_failing_database_degrades_lists_and_a_locked_one_is_unavailable() {
     db.batch_execute("ROLLBACK").expect("release the lock");
     host.create_session(session_request(&workspace, &["sleep", "1000"]))
         .await;
-    let mut daemon = holdfast::daemon_client::connect(&home.socket(), PATIENCE)
+    let mut daemon = holdfast_plumbing::daemon_client::connect(&home.socket(), PATIENCE)
         .await
         .expect("daemon");
     let running = daemon_list(&mut daemon).await.sessions.len();
@@ -624,7 +625,7 @@ async fn a_hung_daemon_gives_memory_only_answers_within_the_deadline() {
     assert_eq!(host.get_session(&session.session_id).await.name, "kept");
     // Its status says so: a daemon up that does not answer is down.
     let mut status =
-        holdfast::proto::host::v1::status_service_client::StatusServiceClient::connect(
+        holdfast_api::proto::host::v1::status_service_client::StatusServiceClient::connect(
             host.address.clone(),
         )
         .await

@@ -6,8 +6,8 @@
 
 mod support;
 
-use holdfast::proto::daemon::v1 as daemon_pb;
-use holdfast::proto::host::v1 as pb;
+use holdfast_api::proto::daemon::v1 as daemon_pb;
+use holdfast_api::proto::host::v1 as pb;
 use support::host::*;
 use support::*;
 use tonic::Code;

@@ -7,7 +7,7 @@ mod support;
 
 use std::process::Command;
 
-use holdfast::proto::host::v1 as pb;
+use holdfast_api::proto::host::v1 as pb;
 use support::host::*;
 
 const WEB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/web");

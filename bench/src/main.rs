@@ -24,7 +24,7 @@ use scenarios::{ALL, Ctx, Scale};
 use services::Bins;
 
 #[derive(Debug, Parser)]
-#[command(version = holdfast::VERSION, about = "holdfast beside tmux and the raw-PTY floor")]
+#[command(version = holdfast_api::VERSION, about = "holdfast beside tmux and the raw-PTY floor")]
 struct Args {
     /// Small sizes, to prove the harness works (CI runs this).
     #[arg(long)]
@@ -97,7 +97,7 @@ async fn main() -> Result<()> {
 
     let uname = rustix::system::uname();
     let meta = json!({
-        "holdfast": holdfast::VERSION,
+        "holdfast": holdfast_api::VERSION,
         "tmux": tmux::Tmux::version(),
         "quick": args.quick,
         "scenarios": names,

@@ -6,11 +6,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use holdfast::daemon_client::{self, DaemonClient};
-use holdfast::proto::daemon::v1 as daemon_pb;
-use holdfast::proto::host::v1 as pb;
-use holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient;
-use holdfast::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
+use holdfast_api::proto::daemon::v1 as daemon_pb;
+use holdfast_api::proto::host::v1 as pb;
+use holdfast_api::proto::host::v1::terminal_service_client::TerminalServiceClient;
+use holdfast_api::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
+use holdfast_plumbing::daemon_client::{self, DaemonClient};
 use tonic::transport::Channel;
 
 /// Where the binaries under test are.
@@ -65,8 +65,8 @@ pub struct Home {
 /// failed, so no run leaves one behind.
 impl Drop for Home {
     fn drop(&mut self) {
-        for pid in holdfast::proc_stat::daemons_serving(&self.socket()) {
-            holdfast::proc_stat::terminate(pid, Duration::from_secs(10));
+        for pid in holdfast_plumbing::proc_stat::daemons_serving(&self.socket()) {
+            holdfast_plumbing::proc_stat::terminate(pid, Duration::from_secs(10));
         }
     }
 }

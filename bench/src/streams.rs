@@ -1,8 +1,8 @@
 //! Reading attach streams of either service the same way.
 
 use anyhow::{Result, bail};
-use holdfast::proto::daemon::v1 as daemon_pb;
-use holdfast::proto::host::v1 as host_pb;
+use holdfast_api::proto::daemon::v1 as daemon_pb;
+use holdfast_api::proto::host::v1 as host_pb;
 use tonic::Streaming;
 
 /// What the scenarios care about in an attach event.

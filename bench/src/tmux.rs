@@ -7,7 +7,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use holdfast::proc_stat::ProcStat;
+use holdfast_plumbing::proc_stat::ProcStat;
 
 pub struct Tmux {
     _dir: tempfile::TempDir,

@@ -1,6 +1,6 @@
 //! The host-service's errors, and the one place they become gRPC statuses.
 
-use holdfast::error_details::{self, BadField, Reason, Refusal};
+use holdfast_api::error_details::{self, BadField, Reason, Refusal};
 
 use crate::store::StoreError;
 

@@ -3,47 +3,36 @@
 //! workspace have?" from the pty-daemon and the database, so sessions
 //! survive restarts of this process in every list.
 
-pub mod access;
-pub mod api;
-pub mod client_sizes;
-pub mod error;
-pub mod grpc_only;
-pub mod input;
-pub mod listing;
-pub mod live_sessions;
-pub mod liveness;
-pub mod memory;
-pub mod new_session;
-pub mod paging;
-pub mod peer_owner;
-pub mod reaper;
-pub mod schema;
-pub mod server;
-pub mod service;
-pub mod session_view;
-pub mod status;
-pub mod store;
-pub mod stream_connections;
-pub mod supervisor;
-pub mod validate;
-pub mod workspaces;
+mod background;
+mod daemon;
+mod error;
+mod grpc;
+mod host;
+mod sessions;
+mod store;
+mod validate;
+
+pub use crate::daemon::supervisor::Launcher;
+pub use crate::grpc::access::Token;
+pub use crate::sessions::input::SessionInput;
+pub use crate::store::{SessionRow, Store, StoreError, WorkspaceRow, micros};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::api::terminal_service_server::TerminalServiceServer;
-use crate::api::workspace_service_server::WorkspaceServiceServer;
-use crate::live_sessions::LiveSessionView;
-use crate::liveness::Liveness;
-use crate::memory::Memory;
-use crate::reaper::Reaper;
-use crate::service::Host;
-use crate::status::HostStatus;
-use crate::store::Store;
-use crate::stream_connections::StreamConnections;
-use crate::supervisor::{Launcher, Supervisor};
+use crate::background::Background;
+use crate::daemon::liveness::Liveness;
+use crate::daemon::reaper::Reaper;
+use crate::daemon::stream_connections::StreamConnections;
+use crate::daemon::supervisor::Supervisor;
+use crate::grpc::api::terminal_service_server::TerminalServiceServer;
+use crate::grpc::api::workspace_service_server::WorkspaceServiceServer;
+use crate::grpc::status::HostStatus;
+use crate::host::Host;
+use crate::sessions::held_sessions::HeldSessions;
+use crate::sessions::live_sessions::LiveSessionView;
 
 /// How the service runs.
 #[derive(Debug, Clone)]
@@ -65,7 +54,7 @@ pub struct Config {
     /// Browser origins allowed besides this machine's.
     pub cors_origins: Vec<String>,
     /// The bearer token every request must carry; required off loopback.
-    pub auth_token: Option<access::Token>,
+    pub auth_token: Option<Token>,
 }
 
 /// Why the service could not start or stopped with an error.
@@ -88,7 +77,7 @@ pub enum StartError {
     Serve(#[from] tonic::transport::Error),
     /// A non-loopback address without a token.
     #[error(transparent)]
-    Unprotected(#[from] access::UnprotectedListen),
+    Unprotected(#[from] grpc::access::UnprotectedListen),
     /// Signal handling could not be set up.
     #[error("installing signal handlers: {0}")]
     Signals(std::io::Error),
@@ -99,16 +88,16 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// Runs the service until SIGTERM or SIGINT. Never stops the daemon.
 pub async fn run(config: Config) -> Result<(), StartError> {
-    let access = access::Policy::new(config.listen, config.auth_token.clone())?;
+    let access = grpc::access::Policy::new(config.listen, config.auth_token.clone())?;
     let store = Store::open(&config.database).await?;
     tracing::info!(database = %config.database.display(), "database ready");
     let (reporter, health_service) = tonic_health::server::health_reporter();
-    let memory = Arc::new(Memory::default());
-    let daemon_channel = holdfast::daemon_client::connect_channel_lazy(
+    let memory = Arc::new(HeldSessions::default());
+    let daemon_channel = holdfast_plumbing::daemon_client::connect_channel_lazy(
         &config.daemon_socket,
         config.daemon_deadline,
     );
-    let daemon = holdfast::daemon_client::client(daemon_channel.clone());
+    let daemon = holdfast_plumbing::daemon_client::client(daemon_channel.clone());
     let liveness = Liveness::new(daemon_channel, config.daemon_deadline);
     let reaper = Arc::new(Reaper::new(
         store.clone(),
@@ -145,7 +134,8 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         renders: Default::default(),
     };
     let streams = StreamConnections::new(config.daemon_socket.clone(), config.operation_timeout);
-    let host = Host::new(live, streams, config.operation_timeout);
+    let background = Background::default();
+    let host = Host::new(live, streams, config.operation_timeout, background.clone());
     let status = HostStatus {
         health: supervisor.health(),
         database: config.database.clone(),
@@ -155,9 +145,9 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     };
     reporter.set_serving::<WorkspaceServiceServer<Host>>().await;
     reporter.set_serving::<TerminalServiceServer<Host>>().await;
-    let supervising = tokio::spawn(Arc::clone(&supervisor).run());
-    let reaping = tokio::spawn(Arc::clone(&reaper).run_every(config.reap_interval));
-    tracing::info!(%address, socket = %config.daemon_socket.display(), version = holdfast::VERSION, "host-service serving");
+    background.spawn_loop(Arc::clone(&supervisor).run());
+    background.spawn(Arc::clone(&reaper).run_every(config.reap_interval, background.stopped()));
+    tracing::info!(%address, socket = %config.daemon_socket.display(), version = holdfast_api::VERSION, "host-service serving");
 
     // Both before serving: a signal sent once the service has answered must
     // stop it cleanly, never by the default action.
@@ -166,7 +156,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .map_err(StartError::Signals)?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let mut server = tokio::spawn(server::serve(
+    let mut server = tokio::spawn(grpc::server::serve(
         listener,
         host,
         status,
@@ -182,8 +172,8 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         _ = interrupt.recv() => { tracing::info!("SIGINT: stopping (the daemon and its sessions keep running)"); None }
         finished = &mut server => Some(finished),
     };
-    supervising.abort();
-    reaping.abort();
+    // The loops first: no daemon is launched or reaped while stopping.
+    background.stop();
     match outcome {
         Some(Ok(result)) => result?,
         Some(Err(join_error)) => tracing::error!(%join_error, "the server task failed"),
@@ -197,6 +187,11 @@ pub async fn run(config: Config) -> Result<(), StartError> {
                 server.abort();
             }
         }
+    }
+    // Then the clean-up requests left behind (a kill, a create finished
+    // for a client that left), within the same grace.
+    if !background.finish(SHUTDOWN_GRACE).await {
+        tracing::warn!("background tasks still running at shutdown; leaving them");
     }
     tracing::info!("host-service stopped");
     Ok(())

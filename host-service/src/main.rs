@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use host_service::Config;
-use host_service::supervisor::Launcher;
+use host_service::Launcher;
 
 /// The holdfast host-service: lists every live session of a workspace, from
 /// the pty-daemon and the database, across restarts.
@@ -62,8 +62,8 @@ struct Args {
     #[arg(long, env = "HOLDFAST_AUTH_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
     /// Log format; `RUST_LOG` filters.
-    #[arg(long, env = "HOLDFAST_LOG_FORMAT", value_enum, default_value_t = holdfast::logging::LogFormat::Text)]
-    log_format: holdfast::logging::LogFormat,
+    #[arg(long, env = "HOLDFAST_LOG_FORMAT", value_enum, default_value_t = holdfast_plumbing::logging::LogFormat::Text)]
+    log_format: holdfast_plumbing::logging::LogFormat,
 }
 
 /// The argv[0] under which this binary is the daemon.
@@ -81,9 +81,9 @@ fn main() -> anyhow::Result<()> {
         return pty_daemon::cli::main();
     }
     let args = Args::parse();
-    holdfast::logging::init(args.log_format, std::io::stderr().is_terminal());
+    holdfast_plumbing::logging::init(args.log_format, std::io::stderr().is_terminal());
     let database = match args.database_url {
-        None => holdfast::paths::default_database_path(),
+        None => holdfast_plumbing::paths::default_database_path(),
         Some(url) => database_path(&url)?,
     };
     let launcher = if args.no_launch_daemon {
@@ -108,7 +108,7 @@ fn main() -> anyhow::Result<()> {
         database,
         daemon_socket: args
             .daemon_socket
-            .unwrap_or_else(holdfast::paths::default_socket_path),
+            .unwrap_or_else(holdfast_plumbing::paths::default_socket_path),
         launcher,
         daemon_deadline: Duration::from_millis(args.daemon_deadline_ms),
         operation_timeout: Duration::from_millis(args.operation_timeout_ms),
@@ -117,7 +117,7 @@ fn main() -> anyhow::Result<()> {
         auth_token: args
             .auth_token
             .as_deref()
-            .map(host_service::access::Token::new)
+            .map(host_service::Token::new)
             .transpose()?
             .flatten(),
     };

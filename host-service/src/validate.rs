@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use holdfast::proto::daemon::v1 as daemon;
-use holdfast::proto::host::v1 as pb;
+use holdfast_api::proto::daemon::v1 as daemon;
+use holdfast_api::proto::host::v1 as pb;
 
 use crate::error::{Error, Result};
 use crate::store::DEFAULT_DISPOSE_GRACE;
@@ -170,7 +170,7 @@ pub fn size(cols: u32, rows: u32) -> Result<()> {
 /// The `attachment` of a resize or of input (`ResizeSessionRequest`,
 /// `WriteInputRequest`, `SendInputRequest`): empty, or a token from a
 /// `holdfast-attachment` header (a number).
-pub fn attachment(value: &str) -> Result<Option<crate::client_sizes::AttachToken>> {
+pub fn attachment(value: &str) -> Result<Option<crate::sessions::client_sizes::AttachToken>> {
     if value.is_empty() {
         return Ok(None);
     }

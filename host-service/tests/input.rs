@@ -1,13 +1,13 @@
-//! A session's input stream (`host_service::input`) against the real
+//! A session's input stream (`host_service::SessionInput`) against the real
 //! daemon: this binary run as `pty-daemon`, on a socket in a temp dir.
 
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use holdfast::daemon_client::{self, DaemonClient};
-use holdfast::proto::daemon::v1 as daemon;
-use host_service::input::SessionInput;
+use holdfast_api::proto::daemon::v1 as daemon;
+use holdfast_plumbing::daemon_client::{self, DaemonClient};
+use host_service::SessionInput;
 
 const PATIENCE: Duration = Duration::from_secs(20);
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::listener;
-use crate::registry::SessionSettings;
+use crate::session_settings::SessionSettings;
 use anyhow::Context;
 use clap::Parser;
 
@@ -44,8 +44,8 @@ pub struct Args {
           value_parser = clap::value_parser!(u64).range(0..=600_000))]
     attacher_patience_ms: u64,
     /// Log format.
-    #[arg(long, env = "HOLDFAST_LOG_FORMAT", value_enum, default_value_t = holdfast::logging::LogFormat::Text)]
-    log_format: holdfast::logging::LogFormat,
+    #[arg(long, env = "HOLDFAST_LOG_FORMAT", value_enum, default_value_t = holdfast_plumbing::logging::LogFormat::Text)]
+    log_format: holdfast_plumbing::logging::LogFormat,
 }
 
 /// Parses the process's arguments and runs the daemon until it stops.
@@ -58,10 +58,10 @@ pub fn main() -> anyhow::Result<()> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     // Colour only for a person at a terminal, never into the detached log.
     let ansi = !args.daemonize && std::io::stderr().is_terminal();
-    holdfast::logging::init(args.log_format, ansi);
+    holdfast_plumbing::logging::init(args.log_format, ansi);
     let socket_path = args
         .socket
-        .unwrap_or_else(holdfast::paths::default_socket_path);
+        .unwrap_or_else(holdfast_plumbing::paths::default_socket_path);
     // Claim before detaching, so "already running" and permission errors
     // reach the launcher's terminal and exit status.
     let socket = listener::claim(&socket_path)

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use holdfast::error_details::{BadField, Reason, Refusal};
+use holdfast_api::error_details::{BadField, Reason, Refusal};
 
 /// Everything a daemon request or start-up can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -29,7 +29,7 @@ pub enum Error {
     #[error(
         "session {session_id:?}'s program has not read its input: {waiting} bytes wait (at most {max}); \
          none of this write was taken, send it again once the program reads",
-        max = crate::input_queue::MAX_WAITING_BYTES
+        max = crate::limits::MAX_WAITING_BYTES
     )]
     InputFull {
         /// The session written to.
@@ -176,7 +176,7 @@ mod tests {
             status.message(),
             "working directory /root may not be entered by this user"
         );
-        let (reason, metadata) = holdfast::error_details::reason_of(&status).expect("a reason");
+        let (reason, metadata) = holdfast_api::error_details::reason_of(&status).expect("a reason");
         assert_eq!(reason, "CWD_NOT_PERMITTED");
         assert_eq!(metadata.get("cwd").map(String::as_str), Some("/root"));
     }

@@ -12,11 +12,7 @@ use std::collections::VecDeque;
 
 use prost::bytes::Bytes;
 
-use crate::validate::MAX_WRITE_BYTES;
-
-/// Most input that may wait for one program: one largest write, so a
-/// write to a session with nothing waiting always fits.
-pub const MAX_WAITING_BYTES: usize = MAX_WRITE_BYTES;
+use crate::limits::MAX_WAITING_BYTES;
 
 /// A write refused for want of room: this many bytes wait already.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,13 +7,13 @@
 //! second and, when its file is gone, bound again (tmux does this on
 //! SIGUSR1; here nobody has to ask), and so is the log file's
 //! (`log_file.rs`). Accepting pauses after a failure
-//! (`holdfast::accept_backoff`).
+//! (`holdfast_plumbing::accept_backoff`).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::Stream;
-use holdfast::accept_backoff::AcceptBackoff;
+use holdfast_plumbing::accept_backoff::AcceptBackoff;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::time::{Interval, MissedTickBehavior};
 

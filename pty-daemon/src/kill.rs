@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use holdfast::proc_stat::{self, ProcStat};
+use holdfast_plumbing::proc_stat::{self, ProcStat};
 use rustix::process::{Pid, Signal};
 
 use crate::error::{Error, Result};

@@ -10,6 +10,7 @@ pub mod generation;
 pub mod input_queue;
 pub mod kept_socket;
 pub mod kill;
+pub mod limits;
 pub mod listener;
 pub mod listing;
 pub mod log_file;
@@ -19,6 +20,7 @@ pub mod registry;
 pub mod scrollback;
 pub mod server;
 pub mod session;
+pub mod session_settings;
 pub mod spawn;
 pub mod title;
 pub mod validate;
@@ -29,8 +31,9 @@ use std::time::{Duration, SystemTime};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::listener::ClaimedSocket;
-use crate::registry::{Registry, SessionSettings};
+use crate::registry::Registry;
 use crate::server::DaemonService;
+use crate::session_settings::SessionSettings;
 
 pub use crate::error::{Error, Result};
 
@@ -73,7 +76,7 @@ pub async fn run(
         .unwrap_or_else(PoisonError::into_inner)
         .path
         .clone();
-    tracing::info!(socket = %path.display(), pid = std::process::id(), version = holdfast::VERSION, "pty-daemon serving");
+    tracing::info!(socket = %path.display(), pid = std::process::id(), version = holdfast_api::VERSION, "pty-daemon serving");
 
     tokio::select! {
         _ = terminate.recv() => tracing::info!("SIGTERM: stopping"),

@@ -15,8 +15,8 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::SystemTime;
 
-use holdfast::preencoded::{Heads, Preencoded};
-use holdfast::proto::daemon::v1 as pb;
+use holdfast_api::proto::daemon::v1 as pb;
+use holdfast_plumbing::preencoded::{Heads, Preencoded};
 use prost::Message;
 use prost::bytes::Bytes;
 use prost::encoding;

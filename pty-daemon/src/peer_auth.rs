@@ -3,8 +3,8 @@
 //! The socket's 0600 mode already keeps others out; this holds even when the
 //! mode was loosened by hand.
 
-use holdfast::admission::{Admit, AdmitLayer};
-use holdfast::error_details::{Reason, Refusal};
+use holdfast_api::error_details::{Reason, Refusal};
+use holdfast_plumbing::admission::{Admit, AdmitLayer};
 use tonic::Code;
 use tonic::transport::server::UdsConnectInfo;
 

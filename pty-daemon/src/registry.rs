@@ -3,28 +3,17 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{Notify, broadcast, watch};
 
 use crate::generation::Generation;
+use crate::listing;
 use crate::session::{Cursor, ExitNotice, Session};
+use crate::session_settings::SessionSettings;
 use crate::spawn::{self, SpawnSpec};
-
-/// Settings that shape every session.
-#[derive(Debug, Clone)]
-pub struct SessionSettings {
-    /// Scrollback ring size per session, in bytes.
-    pub scrollback_bytes: usize,
-    /// How long an exited session stays listed.
-    pub exit_retention: Duration,
-    /// How long reading a terminal waits for an attacher over half the
-    /// scrollback behind to read half a scrollback more, before reading on
-    /// without it.
-    pub attacher_patience: Duration,
-}
 
 #[derive(Default)]
 struct Sessions {
@@ -164,14 +153,22 @@ impl Registry {
         let spawned = tokio::task::spawn_blocking(move || spawn::spawn(spec))
             .await
             .map_err(|error| Error::io("spawning", std::io::Error::other(error)));
-        let started = spawned.and_then(|spawned| spawned).and_then(|spawned| {
+        let started = spawned.and_then(|spawned| spawned).and_then(|mut spawned| {
             // Its descriptors join the reactor of the runtime that reads them.
             let _terminals = self.terminals.enter();
+            let created_at = SystemTime::now();
+            let fixed = listing::encode_fixed(
+                &session_id,
+                spawned.pid.as_raw_nonzero().get() as u32,
+                std::mem::take(&mut spawned.argv),
+                spawned.cwd.to_string_lossy().into_owned(),
+                created_at,
+            );
             Session::start(
                 session_id.clone(),
                 spawned,
-                cols,
-                rows,
+                (fixed, created_at),
+                (cols, rows),
                 &self.settings,
                 self.exits.clone(),
                 self.generation.clone(),

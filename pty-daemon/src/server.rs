@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use futures_util::{Stream, StreamExt};
-use holdfast::error_details::{Reason, Refusal};
-use holdfast::oversize::{OversizeLayer, relabelled};
-use holdfast::proto::daemon::v1 as pb;
-use holdfast::proto::with_live_offset;
+use holdfast_api::error_details::{Reason, Refusal};
+use holdfast_api::proto::daemon::v1 as pb;
+use holdfast_api::proto::with_live_offset;
+use holdfast_plumbing::oversize::{OversizeLayer, relabelled};
 use rustix::process::Signal;
 use tokio::net::UnixStream;
 use tonic::{Code, Request, Response, Status};
@@ -19,6 +19,7 @@ use tonic::{Code, Request, Response, Status};
 use crate::api::pty_daemon_server::{PtyDaemon, PtyDaemonServer};
 use crate::error::Error;
 use crate::kill;
+use crate::limits;
 use crate::listing::{self, ListCache, ListHeads, ListResponse};
 use crate::peer_auth;
 use crate::registry::Registry;
@@ -51,7 +52,7 @@ impl DaemonService {
             registry,
             info: pb::DaemonInfo {
                 pid: std::process::id(),
-                version: holdfast::VERSION.to_owned(),
+                version: holdfast_api::VERSION.to_owned(),
                 started_at: Some(started_at.into()),
             },
             lists: ListCache::default(),
@@ -154,11 +155,11 @@ impl PtyDaemon for DaemonService {
         let signal = signal_from_proto(request.signal)?;
         let grace = match request.grace_ms {
             None => kill::DEFAULT_GRACE,
-            Some(ms) if ms <= validate::MAX_GRACE_MS => Duration::from_millis(ms.into()),
+            Some(ms) if ms <= limits::MAX_GRACE_MS => Duration::from_millis(ms.into()),
             Some(ms) => {
                 return Err(Error::invalid(
                     "grace_ms",
-                    format!("grace_ms is {ms}; the limit is {}", validate::MAX_GRACE_MS),
+                    format!("grace_ms is {ms}; the limit is {}", limits::MAX_GRACE_MS),
                 )
                 .into());
             }
@@ -390,7 +391,7 @@ pub async fn serve(
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<PtyDaemonServer<DaemonService>>().await;
     let (reflection_v1, reflection_v1alpha) =
-        holdfast::reflection::services(&["holdfast.daemon.v1.PtyDaemon"]);
+        holdfast_plumbing::reflection::services(&["holdfast.daemon.v1.PtyDaemon"]);
     let uid = rustix::process::getuid().as_raw();
     tonic::transport::Server::builder()
         // Wide HTTP/2 windows: a List of a thousand sessions or a burst of

@@ -21,8 +21,8 @@ use tokio::time::Instant;
 use crate::error::{Error, Result};
 use crate::generation::Generation;
 use crate::input_queue::InputQueue;
-use crate::registry::SessionSettings;
 use crate::scrollback::{ReadAt, Scrollback};
+use crate::session_settings::SessionSettings;
 use crate::spawn::Spawned;
 use crate::title::TitleTracker;
 
@@ -272,11 +272,14 @@ impl Session {
     /// follows the exit finds it): dropped, the program is never reaped.
     /// Must run inside the tokio runtime that is to read the terminal (its
     /// descriptors join that runtime's reactor).
+    ///
+    /// `listing` is its List entry's parts that never change, encoded by
+    /// the caller (`listing::encode_fixed`) with `created_at` in them.
     pub fn start(
         id: String,
         spawned: Spawned,
-        cols: u16,
-        rows: u16,
+        (listing, created_at): (Bytes, SystemTime),
+        (cols, rows): (u16, u16),
         settings: &SessionSettings,
         exits: broadcast::Sender<ExitNotice>,
         generation: Generation,
@@ -288,14 +291,6 @@ impl Session {
             Error::io("registering the session's terminal and pidfd", error)
         })?;
         let master = Arc::new(master);
-        let created_at = SystemTime::now();
-        let listing = crate::listing::encode_fixed(
-            &id,
-            spawned.pid.as_raw_nonzero().get() as u32,
-            spawned.argv,
-            spawned.cwd.to_string_lossy().into_owned(),
-            created_at,
-        );
         let session = Arc::new(Self {
             id,
             pid: spawned.pid,
@@ -793,7 +788,9 @@ impl Session {
         drop(master);
         let exit = exit_status(&pidfd).await;
         tracing::debug!(session_id = %self.id, ?exit, "session exited");
-        let _ = self.exited_at_boot.set(holdfast::proc_stat::since_boot());
+        let _ = self
+            .exited_at_boot
+            .set(holdfast_plumbing::proc_stat::since_boot());
         {
             // Recorded before the pid is freed, under the lock that
             // signalling it by pid holds ([`Session::while_running`]): no

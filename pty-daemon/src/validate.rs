@@ -3,17 +3,9 @@
 use std::collections::HashSet;
 
 use crate::error::{Error, Result};
-
-/// Longest session id accepted.
-pub const MAX_SESSION_ID_LEN: usize = 64;
-/// Largest terminal dimension accepted, in cells.
-pub const MAX_DIMENSION: u32 = 10_000;
-/// Largest single input write, in bytes.
-pub const MAX_WRITE_BYTES: usize = 1 << 20;
-/// Longest grace period before SIGKILL, in milliseconds.
-pub const MAX_GRACE_MS: u32 = 600_000;
-/// Most session ids one `List` may name.
-pub const MAX_LISTED_IDS: usize = 1000;
+use crate::limits::{
+    MAX_CWD_BYTES, MAX_DIMENSION, MAX_LISTED_IDS, MAX_SESSION_ID_LEN, MAX_WRITE_BYTES,
+};
 
 /// A session id is 1 to 64 characters of `[A-Za-z0-9._-]` starting with a
 /// letter or digit, so it is safe in paths, logs and URLs.
@@ -115,10 +107,6 @@ pub fn write_len(len: usize) -> Result<()> {
     }
     Ok(())
 }
-
-/// Longest working directory accepted: the system's own limit on a path
-/// (PATH_MAX, with its terminating NUL).
-pub const MAX_CWD_BYTES: usize = 4095;
 
 /// A working directory asked for: absolute, without NUL, no longer than
 /// a path may be.

@@ -7,7 +7,7 @@
 use proptest::prelude::*;
 use pty_daemon::scrollback::{ReadAt, Scrollback};
 use pty_daemon::title::TitleTracker;
-use pty_daemon::validate;
+use pty_daemon::{limits, validate};
 
 /// Output that is mostly escape-sequence material, so the parser's states
 /// are all visited, mixed with arbitrary bytes.
@@ -138,7 +138,7 @@ proptest! {
     #[test]
     fn session_ids_are_accepted_exactly_by_the_rule(id in "\\PC{0,70}|[A-Za-z0-9][A-Za-z0-9._-]{0,70}") {
         let rule = !id.is_empty()
-            && id.len() <= validate::MAX_SESSION_ID_LEN
+            && id.len() <= limits::MAX_SESSION_ID_LEN
             && id.starts_with(|c: char| c.is_ascii_alphanumeric())
             && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
         prop_assert_eq!(validate::session_id(&id).is_ok(), rule);
@@ -147,7 +147,7 @@ proptest! {
     /// Sizes: accepted exactly within 1..=10,000, never truncated.
     #[test]
     fn sizes_are_accepted_exactly_in_range(cols in any::<u32>(), rows in any::<u32>()) {
-        let in_range = |v: u32| (1..=validate::MAX_DIMENSION).contains(&v);
+        let in_range = |v: u32| (1..=limits::MAX_DIMENSION).contains(&v);
         match validate::size(cols, rows) {
             Ok((c, r)) => {
                 prop_assert!(in_range(cols) && in_range(rows));

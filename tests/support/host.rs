@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use holdfast::proto::host::v1 as pb;
-use holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient;
-use holdfast::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
+use holdfast_api::proto::host::v1 as pb;
+use holdfast_api::proto::host::v1::terminal_service_client::TerminalServiceClient;
+use holdfast_api::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
 use tonic::transport::Channel;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
@@ -115,11 +115,12 @@ impl HostHome {
 
     /// The pid of the daemon answering on this home's socket, if one does.
     pub async fn serving_daemon_pid(&self) -> Option<i32> {
-        let mut client = holdfast::daemon_client::connect(&self.socket(), Duration::from_secs(1))
-            .await
-            .ok()?;
+        let mut client =
+            holdfast_plumbing::daemon_client::connect(&self.socket(), Duration::from_secs(1))
+                .await
+                .ok()?;
         let list = client
-            .list(holdfast::proto::daemon::v1::ListRequest::default())
+            .list(holdfast_api::proto::daemon::v1::ListRequest::default())
             .await
             .ok()?
             .into_inner();
@@ -129,14 +130,14 @@ impl HostHome {
     /// Waits until no session of the daemon on this home's socket runs;
     /// returns how many it holds (ended sessions are kept for a while).
     pub async fn until_no_session_runs(&self, what: &str) -> usize {
-        let daemon = holdfast::daemon_client::connect(&self.socket(), super::PATIENCE)
+        let daemon = holdfast_plumbing::daemon_client::connect(&self.socket(), super::PATIENCE)
             .await
             .expect("daemon");
         eventually(what, || {
             let mut daemon = daemon.clone();
             async move {
                 let list = daemon
-                    .list(holdfast::proto::daemon::v1::ListRequest::default())
+                    .list(holdfast_api::proto::daemon::v1::ListRequest::default())
                     .await
                     .ok()?
                     .into_inner();
@@ -152,14 +153,14 @@ impl HostHome {
     /// Pids of processes started as daemons on this home's socket,
     /// including launchers that have not exited yet.
     pub fn daemon_pids(&self) -> Vec<i32> {
-        holdfast::proc_stat::daemons_serving(&self.socket())
+        holdfast_plumbing::proc_stat::daemons_serving(&self.socket())
     }
 }
 
 impl Drop for HostHome {
     fn drop(&mut self) {
         for pid in self.daemon_pids() {
-            holdfast::proc_stat::terminate(pid, Duration::from_secs(10));
+            holdfast_plumbing::proc_stat::terminate(pid, Duration::from_secs(10));
         }
     }
 }
@@ -470,7 +471,7 @@ pub async fn look(
         ..Default::default()
     };
     let stream = host.terminals.clone().attach_session(request).await?;
-    let says_so = stream.metadata().get(holdfast::proto::LOOK_METADATA);
+    let says_so = stream.metadata().get(holdfast_api::proto::LOOK_METADATA);
     assert!(says_so.is_some(), "a look says it is one");
     let mut stream = stream.into_inner();
     let read = async {
@@ -565,5 +566,5 @@ pub async fn hang_the_daemon(home: &HostHome) -> rustix::process::Pid {
 /// The `holdfast-attachment` token of an attach stream's answer; empty if
 /// it has none.
 pub fn attachment_of<T>(answer: &tonic::Response<T>) -> String {
-    holdfast::proto::attachment_token(answer.metadata())
+    holdfast_api::proto::attachment_token(answer.metadata())
 }

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use holdfast::answered_stream::{self, AnsweredStream};
-use holdfast::daemon_client::{self, DaemonClient};
-pub use holdfast::error_details::{self, Reason};
-use holdfast::proc_stat::ProcStat;
-use holdfast::proto::daemon::v1 as pb;
+pub use holdfast_api::error_details::{self, Reason};
+use holdfast_api::proto::daemon::v1 as pb;
+use holdfast_plumbing::answered_stream::{self, AnsweredStream};
+use holdfast_plumbing::daemon_client::{self, DaemonClient};
+use holdfast_plumbing::proc_stat::ProcStat;
 use tonic::Streaming;
 
 pub mod host;
@@ -95,7 +95,7 @@ pub struct AnyResponse {}
 pub async fn send_invalid_utf8(channel: tonic::transport::Channel, path: &str) -> tonic::Status {
     let mut grpc = tonic::client::Grpc::new(channel);
     grpc.ready().await.expect("ready");
-    let codec = holdfast::codec::SliceCodec::<RawStringField, AnyResponse>::default();
+    let codec = holdfast_api::codec::SliceCodec::<RawStringField, AnyResponse>::default();
     let method: http::uri::PathAndQuery = path.parse().expect("path");
     let request = RawStringField {
         field: vec![b'o', 0xff, 0xfe, b'k'],

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use holdfast::proto::host::v1 as pb;
+use holdfast_api::proto::host::v1 as pb;
 use rustix::process::{Pid, Signal, kill_process};
 
 use super::Ctx;
@@ -27,7 +27,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     kill_process(pid, Signal::STOP)?;
     // kill() returns before the daemon has stopped; wait until it has.
     poll("the daemon to stop", || async {
-        holdfast::proc_stat::ProcStat::read(pid.as_raw_nonzero().get())
+        holdfast_plumbing::proc_stat::ProcStat::read(pid.as_raw_nonzero().get())
             .is_some_and(|stat| stat.is_stopped())
             .then_some(())
     })

@@ -6,9 +6,9 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
-use holdfast::answered_stream::{self, AnsweredStream};
-use holdfast::proto::daemon::v1 as daemon_pb;
-use holdfast::proto::host::v1 as pb;
+use holdfast_api::proto::daemon::v1 as daemon_pb;
+use holdfast_api::proto::host::v1 as pb;
+use holdfast_plumbing::answered_stream::{self, AnsweredStream};
 use tonic::Streaming;
 
 use super::Ctx;

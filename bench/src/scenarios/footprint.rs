@@ -5,13 +5,13 @@
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use holdfast::proto::daemon::v1 as daemon_pb;
+use holdfast_api::proto::daemon::v1 as daemon_pb;
 
 use super::Ctx;
 use crate::report::{Figure, Role, Row};
 use crate::services::{Home, spawn_request};
 use crate::tmux::Tmux;
-use holdfast::proc_usage::{rss_kib, threads};
+use holdfast_plumbing::proc_usage::{rss_kib, threads};
 
 const NAME: &str = "6. footprint of idle sessions";
 

@@ -6,17 +6,17 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use holdfast::proto::daemon::v1 as daemon_pb;
+use holdfast_api::proto::daemon::v1 as daemon_pb;
 use rustix::process::{Pid, Signal, kill_process};
 
 use super::Ctx;
-use holdfast::proc_stat::zombie_children;
+use holdfast_plumbing::proc_stat::zombie_children;
 
 use crate::report::{Figure, Role, Row};
 use crate::services::{Daemon, Home, spawn_request};
 use crate::stats::{Samples, time_blocking};
 use crate::tmux::Tmux;
-use holdfast::proc_usage::{anon_rss_kib, open_fds, rss_kib, threads};
+use holdfast_plumbing::proc_usage::{anon_rss_kib, open_fds, rss_kib, threads};
 
 const NAME: &str = "9. leaks and stop time";
 

@@ -10,9 +10,9 @@ use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use holdfast::proto::daemon::v1 as daemon_pb;
-use holdfast::proto::host::v1 as pb;
-use holdfast::proto::host::v1::terminal_service_client::TerminalServiceClient;
+use holdfast_api::proto::daemon::v1 as daemon_pb;
+use holdfast_api::proto::host::v1 as pb;
+use holdfast_api::proto::host::v1::terminal_service_client::TerminalServiceClient;
 use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;

@@ -6,9 +6,9 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Result, ensure};
-use holdfast::proto::daemon::v1 as daemon_pb;
-use holdfast::proto::host::v1 as host_pb;
-use host_service::store::{SessionRow, Store, WorkspaceRow, micros};
+use holdfast_api::proto::daemon::v1 as daemon_pb;
+use holdfast_api::proto::host::v1 as host_pb;
+use host_service::{SessionRow, Store, WorkspaceRow, micros};
 use prost::Message;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
@@ -124,7 +124,8 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     let mut health = HealthClient::new(host.channel.clone());
     let mut daemon = host.daemon().clone();
     let mut daemon_health = HealthClient::new(
-        holdfast::daemon_client::connect_channel(&home.socket(), Duration::from_secs(5)).await?,
+        holdfast_plumbing::daemon_client::connect_channel(&home.socket(), Duration::from_secs(5))
+            .await?,
     );
     let [
         mut listed,

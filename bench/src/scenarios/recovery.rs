@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use holdfast::proto::host::v1 as pb;
+use holdfast_api::proto::host::v1 as pb;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
 

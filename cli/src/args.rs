@@ -1,0 +1,223 @@
+//! The command line's arguments, as clap parses them.
+
+use clap::{Parser, Subcommand};
+use clap_complete::engine::ArgValueCandidates;
+use holdfast_api::proto::host::v1 as pb;
+
+use crate::attach;
+use crate::clients::DEFAULT_ADDR;
+use crate::completion;
+
+/// Keep terminal sessions alive and visible across restarts.
+#[derive(Debug, Parser)]
+#[command(name = "holdfast", version)]
+pub(crate) struct Cli {
+    /// The host-service to talk to: host:port, as grpcurl takes it, or
+    /// an http:// URL.
+    #[arg(
+        long,
+        env = "HOLDFAST_ADDR",
+        default_value = DEFAULT_ADDR,
+        global = true
+    )]
+    pub(crate) addr: String,
+    /// The host-service's bearer token, when it requires one.
+    #[arg(
+        long,
+        env = "HOLDFAST_AUTH_TOKEN",
+        hide_env_values = true,
+        global = true
+    )]
+    pub(crate) auth_token: Option<String>,
+    /// The key that detaches `attach` and `new --attach`: ^ and a letter
+    /// or one of @\]^_, or `none`.
+    #[arg(
+        long,
+        env = "HOLDFAST_DETACH_KEY",
+        default_value = "^]",
+        value_parser = attach::DetachKey::parse,
+        global = true
+    )]
+    pub(crate) detach_key: attach::DetachKey,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Create, list or close workspaces.
+    #[command(subcommand)]
+    Workspace(WorkspaceCommand),
+    /// Start a session (the login shell, or the command after `--`).
+    New {
+        /// Workspace name or id [default: "default", created if missing].
+        #[arg(long, short, add = ArgValueCandidates::new(completion::workspaces))]
+        workspace: Option<String>,
+        /// Name to find it by and show it under, one no live session has;
+        /// titles the program sets do not change it [default: the
+        /// command].
+        #[arg(long, short, visible_alias = "title", visible_short_alias = 't')]
+        name: Option<String>,
+        /// Keep it out of lists (e.g. a teardown runner).
+        #[arg(long)]
+        hidden: bool,
+        /// Attach this terminal to it at once, from its first byte, as
+        /// `holdfast attach` does (one call: `StartSession`).
+        #[arg(long, short)]
+        attach: bool,
+        /// Set NAME in the session's environment; a bare NAME passes on
+        /// its value here. The session gets this shell's environment
+        /// anyway, but for the variables of this terminal (TERM and the
+        /// like: the session has a terminal of its own).
+        #[arg(long = "env", short, value_name = "NAME=VALUE")]
+        env: Vec<String>,
+        /// Start from the daemon's clean environment (PATH, HOME, USER,
+        /// SHELL, LANG, TERM) instead of this shell's, plus any --env.
+        #[arg(long)]
+        clean_env: bool,
+        /// Working directory, relative to this one [default: this one],
+        /// as tmux's `new-session -c` takes it.
+        #[arg(long, short = 'c', value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+        cwd: Option<std::path::PathBuf>,
+        /// The command and its arguments.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// List a workspace's live sessions, attached or not.
+    Ls {
+        /// Workspace name or id [default: "default"].
+        #[arg(long, short, add = ArgValueCandidates::new(completion::workspaces))]
+        workspace: Option<String>,
+        /// The sessions of every open workspace, with their workspace's
+        /// name.
+        #[arg(long, short, conflicts_with = "workspace")]
+        all: bool,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Count a workspace's sessions that nothing is attached to.
+    Count {
+        /// Workspace name or id [default: "default"].
+        #[arg(long, short, add = ArgValueCandidates::new(completion::workspaces))]
+        workspace: Option<String>,
+    },
+    /// Send text to a session's input, as if typed (`\n` is not added).
+    Send {
+        /// The session: its id, a unique start of it, its name or its title.
+        #[arg(add = ArgValueCandidates::new(completion::sessions))]
+        id: String,
+        /// The text.
+        text: String,
+    },
+    /// Attach this terminal to a session: output (scrollback first) and
+    /// keystrokes; Ctrl-] detaches and leaves it running.
+    Attach {
+        /// The session: its id, a unique start of it, its name or its title
+        /// [default: the only live session, as `tmux attach` finds it].
+        #[arg(add = ArgValueCandidates::new(completion::sessions))]
+        id: Option<String>,
+    },
+    /// Describe a session, running or ended: its command, directory,
+    /// state (exit status once it ended), size and times.
+    Show {
+        /// The session: its id, a unique start of it, its name or its title.
+        #[arg(add = ArgValueCandidates::new(completion::sessions))]
+        id: String,
+        /// Print JSON instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give a session a new name, as `tmux rename-session` does; lists
+    /// show it and commands find the session by it.
+    Rename {
+        /// The session: its id, a unique start of it, its name or its title.
+        #[arg(add = ArgValueCandidates::new(completion::sessions))]
+        id: String,
+        /// Its new name.
+        name: String,
+    },
+    /// Print a session's output so far, as its program wrote it (to a
+    /// terminal, without the queries a terminal would answer), without
+    /// attaching to it; `-f` follows it to its exit.
+    Logs {
+        /// The session: its id, a unique start of it, its name or its title.
+        #[arg(add = ArgValueCandidates::new(completion::sessions))]
+        id: String,
+        /// Go on printing what it writes next, until it exits, as `tail
+        /// -f` does (this counts it as attached).
+        #[arg(long, short)]
+        follow: bool,
+    },
+    /// Wait for a session to end; print how (`exit 0`, `signal 15`) and
+    /// exit as it did (128 + the signal), as `docker wait` does. Waiting
+    /// does not count it as attached or hold its program up.
+    Wait {
+        /// The session: its id, a unique start of it, its name or its title.
+        #[arg(add = ArgValueCandidates::new(completion::sessions))]
+        id: String,
+    },
+    /// Show whether the host-service and its daemon are up, with versions,
+    /// pids and paths.
+    Status,
+    /// Print the completion script for a shell, e.g.
+    /// `source <(holdfast completions bash)` in ~/.bashrc, or
+    /// `holdfast completions fish > ~/.config/fish/completions/holdfast.fish`.
+    /// It completes commands and flags, and the names of live sessions and
+    /// open workspaces, asked of the host-service at each TAB.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Dispose of a session: it is killed and never listed again. Its
+    /// programs get SIGHUP (as when a terminal closes), then SIGKILL for
+    /// what is left after 1 s, unless told otherwise (`-s TERM -t 30`, as
+    /// `docker stop -t 30` gives). A root shell in it (`sudo -i`) has its
+    /// terminal hung up instead, as tmux's kill-session does.
+    Kill {
+        /// The session: its id, a unique start of it, its name or its title.
+        #[arg(add = ArgValueCandidates::new(completion::sessions))]
+        id: String,
+        /// The signal to send first: HUP, INT, QUIT, TERM or KILL (a
+        /// number or a SIG name works too).
+        #[arg(long, short, value_parser = parse_signal, default_value = "HUP")]
+        signal: pb::Signal,
+        /// Seconds its programs have to exit before SIGKILL (up to 600).
+        #[arg(long = "time", short = 't', value_name = "SECONDS",
+              value_parser = clap::value_parser!(u32).range(0..=600))]
+        time: Option<u32>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum WorkspaceCommand {
+    /// Create a workspace; refused while an open one has the name.
+    Create {
+        /// Its name.
+        name: String,
+    },
+    /// List workspaces.
+    List,
+    /// Close a workspace, disposing of its sessions.
+    Close {
+        /// Workspace name or id.
+        #[arg(add = ArgValueCandidates::new(completion::workspaces))]
+        workspace: String,
+    },
+}
+
+/// A signal a disposal sends, as people write it: `TERM`, `SIGTERM`,
+/// `term` or `15`.
+pub(crate) fn parse_signal(text: &str) -> Result<pb::Signal, String> {
+    let upper = text.to_ascii_uppercase();
+    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+    let signal = match name {
+        "HUP" | "1" => pb::Signal::Hup,
+        "INT" | "2" => pb::Signal::Int,
+        "QUIT" | "3" => pb::Signal::Quit,
+        "KILL" | "9" => pb::Signal::Kill,
+        "TERM" | "15" => pb::Signal::Term,
+        _ => return Err(format!("{text:?} is not HUP, INT, QUIT, TERM or KILL")),
+    };
+    Ok(signal)
+}

@@ -1,0 +1,952 @@
+//! `holdfast attach`: a terminal client like `tmux attach`. Raw mode,
+//! scrollback replayed first, then live output; keystrokes go to the
+//! session; the window size follows SIGWINCH; Ctrl-] detaches and leaves
+//! the session running. The terminal is restored on every way out. When
+//! the host-service goes away under it (an update, a crash), it attaches
+//! again from where the output stopped once the host-service is back: the
+//! session runs on under the daemon meanwhile.
+
+use std::io::{IsTerminal, Write};
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use futures_util::{Stream, StreamExt};
+use holdfast_api::proto::host::v1 as pb;
+use holdfast_plumbing::answered_stream::{self, AnsweredStream};
+use rustix::termios::{OptionalActions, Termios};
+use tokio::io::AsyncReadExt;
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+use crate::clients::{Clients, refused};
+use crate::stale_queries::History;
+use crate::stdout::tell;
+use crate::terminal_modes::TerminalModes;
+
+/// The key that detaches, if any: Ctrl-] unless told (as in telnet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DetachKey(Option<u8>);
+
+impl DetachKey {
+    /// Parses `^X` (a control key: `^` and a letter or one of `@[\]^_`)
+    /// or `none`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        // `HOLDFAST_DETACH_KEY=` set empty, as unset: the default, not an
+        // error in every command.
+        if text.is_empty() {
+            return Ok(Self(Some(0x1d)));
+        }
+        if text.eq_ignore_ascii_case("none") {
+            return Ok(Self(None));
+        }
+        match text.as_bytes() {
+            // Not ^[: that is ESC, which begins every arrow key.
+            [b'^', key] if key.is_ascii_alphabetic() || b"@\\]^_".contains(key) => {
+                Ok(Self(Some(key.to_ascii_uppercase() & 0x1f)))
+            }
+            _ => Err(format!(
+                "{text:?} is no detach key: write it as ^ and a letter or one of @\\]^_ (e.g. ^]), or none"
+            )),
+        }
+    }
+}
+
+/// How long a lost attachment is tried again before giving up: well over
+/// what a host-service takes to start again after an update or a crash.
+pub const REATTACH_PATIENCE: Duration = Duration::from_secs(30);
+
+/// The longest pause between two tries.
+pub const REATTACH_PAUSE_MAX: Duration = Duration::from_secs(1);
+
+/// A session's events, from whichever call opened them.
+type Events = Pin<Box<dyn Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>> + Send>>;
+
+/// Puts the terminal in raw mode until dropped (on return, error or panic).
+struct RawMode {
+    saved: Termios,
+}
+
+impl RawMode {
+    fn enter() -> anyhow::Result<Option<Self>> {
+        let stdin = std::io::stdin();
+        if !stdin.is_terminal() {
+            return Ok(None);
+        }
+        let saved =
+            rustix::termios::tcgetattr(&stdin).context("reading the terminal's settings")?;
+        let mut raw = saved.clone();
+        raw.make_raw();
+        rustix::termios::tcsetattr(&stdin, OptionalActions::Flush, &raw)
+            .context("entering raw mode")?;
+        Ok(Some(Self { saved }))
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = rustix::termios::tcsetattr(std::io::stdin(), OptionalActions::Flush, &self.saved);
+    }
+}
+
+/// This terminal while a session is shown on it: on every way out (return,
+/// error or panic) the modes the session's program switched on are
+/// switched off, then raw mode is left.
+struct Screen {
+    raw: Option<RawMode>,
+    modes: TerminalModes,
+}
+
+impl Screen {
+    fn new(raw: Option<RawMode>) -> Self {
+        Self {
+            raw,
+            modes: TerminalModes::new(),
+        }
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        let mut stdout = std::io::stdout();
+        if stdout.is_terminal() {
+            let _ = stdout.write_all(self.modes.reset().as_bytes());
+            let _ = stdout.flush();
+        }
+        drop(self.raw.take());
+    }
+}
+
+/// How an attachment ended.
+enum Ending {
+    Exited(pb::Exited),
+    Detached,
+    /// The host-service did not come back in time, or refused to attach
+    /// again (the session disposed meanwhile, say).
+    Lost(tonic::Status),
+}
+
+/// Attaches to `session_id` until it exits or the user detaches; returns
+/// the exit status for the process.
+pub async fn attach(
+    clients: &mut Clients,
+    session_id: String,
+    detach_key: DetachKey,
+) -> anyhow::Result<u8> {
+    let window_changes = signal(SignalKind::window_change()).context("watching SIGWINCH")?;
+    let answer = clients
+        .terminals
+        .attach_session(pb::AttachSessionRequest {
+            session_id: session_id.clone(),
+            from_offset: None,
+            ..Default::default()
+        })
+        .await
+        .map_err(refused)?;
+    let attachment = attachment_of(&answer);
+    let history = History::of(&answer);
+    let stream = answer.into_inner();
+    let raw = RawMode::enter()?;
+    if raw.is_some() {
+        // The replay may begin mid-screen: a full-screen program draws
+        // its screen again after it, as under tmux attach.
+        resize_to_terminal(clients, &session_id, &attachment, true).await;
+    }
+    relay(
+        clients,
+        session_id,
+        (attachment, history),
+        raw,
+        InputRules {
+            detach_key,
+            end: InputEnd::Kept,
+        },
+        window_changes,
+        stream,
+    )
+    .await
+}
+
+/// The token an attach stream's answer names it by, for its resizes and
+/// keys (their requests' `attachment`).
+fn attachment_of<T>(answer: &tonic::Response<T>) -> String {
+    holdfast_api::proto::attachment_token(answer.metadata())
+}
+
+/// Starts a session sized to this terminal and attaches to it, in one call
+/// (`StartSession`), as `tmux new-session` does.
+pub async fn start(
+    clients: &mut Clients,
+    mut request: pb::CreateSessionRequest,
+    detach_key: DetachKey,
+) -> anyhow::Result<u8> {
+    use pb::start_session_response::Event;
+    // Before the size is read, so no change of it goes unseen.
+    let window_changes = signal(SignalKind::window_change()).context("watching SIGWINCH")?;
+    if let Some((cols, rows)) = terminal_size() {
+        (request.cols, request.rows) = (cols, rows);
+    }
+    let answer = clients
+        .terminals
+        .start_session(pb::StartSessionRequest {
+            create: Some(request),
+        })
+        .await
+        .map_err(refused)?;
+    let attachment = attachment_of(&answer);
+    let history = History::of(&answer);
+    let mut stream = answer.into_inner();
+    let started = stream.message().await.map_err(refused)?;
+    let Some(Event::Started(session)) = started.and_then(|message| message.event) else {
+        anyhow::bail!("the host-service did not say which session it started");
+    };
+    let session_id = session.session_id;
+    let events = stream.filter_map(|message| async move {
+        match message {
+            Ok(pb::StartSessionResponse {
+                event: Some(Event::Attach(event)),
+            }) => Some(Ok(event)),
+            Ok(_) => None,
+            Err(status) => Some(Err(status)),
+        }
+    });
+    let shown = async {
+        let raw = RawMode::enter()?;
+        relay(
+            clients,
+            session_id.clone(),
+            (attachment, history),
+            raw,
+            InputRules {
+                detach_key,
+                end: InputEnd::Passed,
+            },
+            window_changes,
+            events,
+        )
+        .await
+    };
+    // It runs on whatever went wrong here: say which one it is.
+    shown.await.with_context(|| {
+        format!("session {session_id} keeps running; `holdfast attach {session_id}` shows it")
+    })
+}
+
+/// Shows `events` on this terminal and sends it keystrokes until the
+/// session exits or the user detaches. `opened` is what the stream's
+/// answer said: its attachment's token, and where its history ends.
+async fn relay(
+    clients: &mut Clients,
+    session_id: String,
+    opened: (String, History),
+    raw: Option<RawMode>,
+    input: InputRules,
+    mut window_changes: Signal,
+    events: impl Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>> + Send + 'static,
+) -> anyhow::Result<u8> {
+    // Input that is not a terminal is data, sent whole: a byte that
+    // happens to be the detach key is no key.
+    let (detach_key, input_end) = if raw.is_some() {
+        (input.detach_key, InputEnd::Kept)
+    } else {
+        (DetachKey(None), input.end)
+    };
+    let (mut attachment, mut history) = opened;
+    let mut screen = Screen::new(raw);
+    let mut stream: Events = Box::pin(events);
+    let mut ends = Ends::watch()?;
+    let mut keyboard = Keyboard::new(detach_key, input_end);
+    let mut stdout = std::io::stdout();
+    let mut typing = Typing::new(attachment.clone());
+    let mut held = HeldKeys::default();
+    // Where the output shown so far ends, to attach again from there.
+    let mut shown_to: Option<u64> = None;
+    let ending = loop {
+        tokio::select! {
+            message = stream.next() => {
+                let lost = match message {
+                    Some(Ok(message)) => match message.event {
+                        Some(pb::attach_session_response::Event::Output(output)) => {
+                            let data = if shown_to.is_none() && output.offset > 0 {
+                                // The scrollback lost its oldest bytes.
+                                clean_start(&output.data)
+                            } else {
+                                &output.data[..]
+                            };
+                            shown_to = Some(output.offset + output.data.len() as u64);
+                            let skipped = (output.data.len() - data.len()) as u64;
+                            let data = history.shown(output.offset + skipped, data);
+                            let data = &data[..];
+                            screen.modes.follow(data);
+                            stdout.write_all(data)?;
+                            stdout.flush()?;
+                            continue;
+                        }
+                        Some(pb::attach_session_response::Event::Truncated(gap)) => {
+                            shown_to = Some(gap.to_offset);
+                            history.gap();
+                            write!(stdout, "\r\n[holdfast: {} bytes of earlier output are no longer held]\r\n", gap.to_offset - gap.from_offset)?;
+                            continue;
+                        }
+                        Some(pb::attach_session_response::Event::Exited(exited)) => break Ending::Exited(exited),
+                        Some(pb::attach_session_response::Event::Title(_)) | None => continue,
+                    },
+                    Some(Err(status)) if is_verdict(&status) => {
+                        drop(screen);
+                        return Err(refused(status).context("the attach stream failed"));
+                    }
+                    Some(Err(status)) => status.message().to_owned(),
+                    None => "the host-service ended the stream".to_owned(),
+                };
+                // The host-service went away (an update, a crash): the
+                // session runs on under the daemon.
+                tracing::debug!(%lost, "attaching again");
+                // From the first byte not shown: held back, a sequence is
+                // read again whole.
+                let from = shown_to.map(|to| to - history.held_back());
+                match reattach(clients, &session_id, from, &mut keyboard, &mut ends).await? {
+                    Reattached::Events(events, token) => {
+                        stream = events;
+                        attachment = token;
+                        // This terminal was here all along: what the
+                        // program wrote meanwhile is live to it.
+                        history = History::new(None);
+                        typing = Typing::new(attachment.clone());
+                        resize_to_terminal(clients, &session_id, &attachment, false).await;
+                        // Keys typed meanwhile, in order.
+                        held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
+                    }
+                    Reattached::Detached => break Ending::Detached,
+                    Reattached::GaveUp(why) => break Ending::Lost(why),
+                }
+            }
+            read = keyboard.read(), if keyboard.takes_more() => {
+                let read = read?;
+                if !held.refused() {
+                    held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
+                }
+                if read == Keys::Detach {
+                    break Ending::Detached;
+                }
+            }
+            () = held.retry(), if held.refused() => {
+                held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
+            }
+            _ = window_changes.recv() => {
+                resize_to_terminal(clients, &session_id, &attachment, false).await;
+            }
+            () = ends.recv() => break Ending::Detached,
+        }
+    };
+    drop(screen);
+    Ok(match ending {
+        Ending::Exited(exited) => {
+            match (exited.exit_code, exited.signal) {
+                (Some(code), _) => tell!("\r\n[holdfast: session exited with code {code}]\n"),
+                (None, Some(signal)) => {
+                    tell!("\r\n[holdfast: session ended by signal {signal}]\n")
+                }
+                (None, None) => tell!("\r\n[holdfast: session ended]\n"),
+            }
+            exit_status(exited.exit_code, exited.signal)
+        }
+        Ending::Detached => {
+            tell!("\r\n[holdfast: detached from {session_id}; it keeps running]\n");
+            0
+        }
+        Ending::Lost(status) if is_verdict(&status) => {
+            tell!(
+                "\r\n[holdfast: session {session_id} cannot be attached again: {}]\n",
+                status.message()
+            );
+            1
+        }
+        Ending::Lost(status) => {
+            tell!(
+                "\r\n[holdfast: the host-service did not come back within {} s ({}); session {session_id} may still be running: `holdfast attach {session_id}`]\n",
+                REATTACH_PATIENCE.as_secs(),
+                status.message()
+            );
+            1
+        }
+    })
+}
+
+/// Whether a failed call is the host-service's answer to it (the session
+/// is gone, the request is wrong), not the host-service going away.
+pub fn is_verdict(status: &tonic::Status) -> bool {
+    use tonic::Code;
+    matches!(
+        status.code(),
+        Code::InvalidArgument
+            | Code::NotFound
+            | Code::AlreadyExists
+            | Code::PermissionDenied
+            | Code::ResourceExhausted
+            | Code::FailedPrecondition
+            | Code::OutOfRange
+            | Code::Unimplemented
+            | Code::Unauthenticated
+    )
+}
+
+/// Whether a refusal is the program not reading its input (`INPUT_FULL`;
+/// from an older host-service, `RESOURCE_EXHAUSTED` without a reason; from
+/// an older daemon through a newer host, `DAEMON_REFUSED`), not another
+/// shortage, such as a request over the size limit, which no retry mends.
+fn is_input_full(status: &tonic::Status) -> bool {
+    use holdfast_api::error_details::Reason;
+    status.code() == tonic::Code::ResourceExhausted
+        && holdfast_api::error_details::reason_of(status).is_none_or(|(reason, _)| {
+            [Reason::InputFull, Reason::DaemonRefused]
+                .iter()
+                .any(|input_full| reason == input_full.as_str_name())
+        })
+}
+
+/// What became of keys sent.
+enum Sent {
+    /// Taken, or dropped after a word (whether they arrived is unknown).
+    Gone,
+    /// Refused because the program has not read what it was sent; none of
+    /// them were taken.
+    Held,
+    /// Refused because the session takes no input: its program exited
+    /// (the end is on its way to the screen) or let go of its terminal.
+    NotTaken(String),
+}
+
+/// Sends keys. A host-service going away meanwhile is no reason to stop
+/// (the attach stream breaks too, and is opened again), but whether these
+/// keys reached the session is then unknown, and the user is told.
+async fn send_keys(
+    typing: &mut Typing,
+    clients: &mut Clients,
+    session_id: &str,
+    keys: &[u8],
+) -> anyhow::Result<Sent> {
+    match typing.send(clients, session_id, keys).await {
+        Ok(()) => Ok(Sent::Gone),
+        // Either refusal ended the input stream.
+        Err(status) if is_input_full(&status) => {
+            typing.again();
+            Ok(Sent::Held)
+        }
+        Err(status) if status.code() == tonic::Code::FailedPrecondition => {
+            typing.again();
+            Ok(Sent::NotTaken(status.message().to_owned()))
+        }
+        Err(status) if is_verdict(&status) => Err(refused(status)),
+        Err(status) => {
+            typing.again();
+            tell!(
+                "\r\n[holdfast: {} bytes of input may not have reached the session: {}]\r\n",
+                keys.len(),
+                status.message()
+            );
+            Ok(Sent::Gone)
+        }
+    }
+}
+
+/// Keys the session refused while its program read no input: held, in
+/// order ahead of later keys, and sent again now and then, while output
+/// goes on being shown and the detach key still works.
+#[derive(Default)]
+struct HeldKeys {
+    /// Since when, and when to try again.
+    refused: Option<(Instant, Instant)>,
+    pause: Duration,
+    /// The user was told the session takes no input, and no key has been
+    /// taken since: keys typed meanwhile go without another word.
+    told_not_taken: bool,
+}
+
+impl HeldKeys {
+    fn refused(&self) -> bool {
+        self.refused.is_some()
+    }
+
+    async fn retry(&self) {
+        if let Some((_, at)) = self.refused {
+            tokio::time::sleep_until(at.into()).await;
+        }
+    }
+
+    /// Sends what the keyboard holds; refused, holds it and tries again
+    /// later, dropping it (with a word) after [`REATTACH_PATIENCE`].
+    async fn flush(
+        &mut self,
+        typing: &mut Typing,
+        clients: &mut Clients,
+        session_id: &str,
+        keyboard: &mut Keyboard,
+    ) -> anyhow::Result<()> {
+        if keyboard.typed.is_empty() {
+            self.refused = None;
+            return Ok(());
+        }
+        let keys = std::mem::take(&mut keyboard.typed);
+        match send_keys(typing, clients, session_id, &keys).await? {
+            Sent::Held => {}
+            Sent::Gone => {
+                self.refused = None;
+                self.told_not_taken = false;
+                return Ok(());
+            }
+            Sent::NotTaken(why) => {
+                if !self.told_not_taken {
+                    tell!("\r\n[holdfast: keys not taken: {why}]\r\n");
+                    self.told_not_taken = true;
+                }
+                self.refused = None;
+                return Ok(());
+            }
+        }
+        let now = Instant::now();
+        let since = self.refused.map_or(now, |(since, _)| since);
+        if now.duration_since(since) >= REATTACH_PATIENCE {
+            tell!(
+                "\r\n[holdfast: the program has not read its input for {} s; {} bytes typed were dropped]\r\n",
+                REATTACH_PATIENCE.as_secs(),
+                keys.len()
+            );
+            self.refused = None;
+            return Ok(());
+        }
+        self.pause = if self.refused.is_some() {
+            (self.pause * 2).min(REATTACH_PAUSE_MAX)
+        } else {
+            Duration::from_millis(20)
+        };
+        self.refused = Some((since, now + self.pause));
+        keyboard.typed = keys;
+        Ok(())
+    }
+}
+
+/// How attaching again ended.
+enum Reattached {
+    /// The stream, and its attachment's token.
+    Events(Events, String),
+    Detached,
+    GaveUp(tonic::Status),
+}
+
+/// Attaches again from `from_offset` (the whole scrollback if nothing was
+/// shown), trying while the host-service does not answer, for up to
+/// [`REATTACH_PATIENCE`]. Keys typed meanwhile are kept, to be sent once
+/// attached; the detach key and the signals that end an attachment end
+/// this too.
+async fn reattach(
+    clients: &mut Clients,
+    session_id: &str,
+    from_offset: Option<u64>,
+    keyboard: &mut Keyboard,
+    ends: &mut Ends,
+) -> anyhow::Result<Reattached> {
+    let give_up = Instant::now() + REATTACH_PATIENCE;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let request = pb::AttachSessionRequest {
+            session_id: session_id.to_owned(),
+            from_offset,
+            ..Default::default()
+        };
+        let mut terminals = clients.terminals.clone();
+        let Some(answer) = keeping_keys(terminals.attach_session(request), keyboard, ends).await?
+        else {
+            return Ok(Reattached::Detached);
+        };
+        match answer {
+            Ok(events) => {
+                let attachment = attachment_of(&events);
+                return Ok(Reattached::Events(
+                    Box::pin(events.into_inner()),
+                    attachment,
+                ));
+            }
+            Err(status) if !is_verdict(&status) && Instant::now() < give_up => {}
+            Err(status) => return Ok(Reattached::GaveUp(status)),
+        }
+        if keeping_keys(tokio::time::sleep(pause), keyboard, ends)
+            .await?
+            .is_none()
+        {
+            return Ok(Reattached::Detached);
+        }
+        pause = (pause * 2).min(REATTACH_PAUSE_MAX);
+    }
+}
+
+/// Waits for `waited`, holding the keys typed meanwhile; `None` when the
+/// detach key or a signal that ends the attachment came first.
+async fn keeping_keys<T>(
+    waited: impl Future<Output = T>,
+    keyboard: &mut Keyboard,
+    ends: &mut Ends,
+) -> anyhow::Result<Option<T>> {
+    tokio::pin!(waited);
+    loop {
+        tokio::select! {
+            done = &mut waited => return Ok(Some(done)),
+            read = keyboard.read(), if keyboard.takes_more() => {
+                if read? == Keys::Detach {
+                    return Ok(None);
+                }
+            }
+            () = ends.recv() => return Ok(None),
+        }
+    }
+}
+
+/// The signals that end an attachment, leaving the session running:
+/// SIGTERM, SIGHUP (the terminal closed), and SIGINT and SIGQUIT from
+/// outside (raw mode keeps Ctrl-C and Ctrl-\ for the session). Handled,
+/// so the terminal is restored; left to their default, they would kill
+/// the command in raw mode.
+struct Ends {
+    terminate: Signal,
+    hangup: Signal,
+    interrupt: Signal,
+    quit: Signal,
+}
+
+impl Ends {
+    fn watch() -> anyhow::Result<Self> {
+        Ok(Self {
+            terminate: signal(SignalKind::terminate()).context("watching SIGTERM")?,
+            hangup: signal(SignalKind::hangup()).context("watching SIGHUP")?,
+            interrupt: signal(SignalKind::interrupt()).context("watching SIGINT")?,
+            quit: signal(SignalKind::quit()).context("watching SIGQUIT")?,
+        })
+    }
+
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.terminate.recv() => {}
+            _ = self.hangup.recv() => {}
+            _ = self.interrupt.recv() => {}
+            _ = self.quit.recv() => {}
+        }
+    }
+}
+
+/// What was read from the keyboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keys {
+    /// Keys, added to those to send.
+    Typed,
+    /// The detach key, after the keys before it were added.
+    Detach,
+    /// The input ended (it is not a terminal).
+    Ended,
+}
+
+/// How this process's input is taken.
+#[derive(Debug, Clone, Copy)]
+struct InputRules {
+    /// The key that detaches, on a terminal.
+    detach_key: DetachKey,
+    /// What the end of input that is not a terminal does.
+    end: InputEnd,
+}
+
+/// What the end of input that is not a terminal does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InputEnd {
+    /// Nothing: the session was there before, its input is not ours.
+    Kept,
+    /// The end-of-file key goes after it (a new session's input, which its
+    /// program reads to the end, as `docker run -i` closes its input).
+    Passed,
+}
+
+/// This process's input, and keys typed while no session took them.
+struct Keyboard {
+    stdin: tokio::io::Stdin,
+    buffer: Box<[u8; 4096]>,
+    detach_key: DetachKey,
+    /// Input that is not a terminal (a file, a pipe, /dev/null) may end
+    /// long before the program does: the output is still shown to the end.
+    open: bool,
+    /// Keys typed and not sent yet (attaching again, or refused).
+    typed: Vec<u8>,
+    input_end: InputEnd,
+    /// The last byte read.
+    last: Option<u8>,
+}
+
+/// Most keys held while they cannot be sent, the most one write may carry;
+/// beyond it the keyboard is left unread (the terminal holds what comes).
+const MAX_HELD_KEYS: usize = 1 << 20;
+
+impl Keyboard {
+    /// Whether to read the keyboard now: while a whole read still fits
+    /// beside the keys held.
+    fn takes_more(&self) -> bool {
+        self.open && self.typed.len() + self.buffer.len() <= MAX_HELD_KEYS
+    }
+
+    fn new(detach_key: DetachKey, input_end: InputEnd) -> Self {
+        Self {
+            stdin: tokio::io::stdin(),
+            buffer: Box::new([0; 4096]),
+            detach_key,
+            open: true,
+            typed: Vec::new(),
+            input_end,
+            last: None,
+        }
+    }
+
+    /// Reads the keyboard, adding what was typed (up to the detach key)
+    /// to the keys to send.
+    async fn read(&mut self) -> anyhow::Result<Keys> {
+        let read = self
+            .stdin
+            .read(&mut self.buffer[..])
+            .await
+            .context("reading the keyboard")?;
+        if read == 0 {
+            self.open = false;
+            if self.input_end == InputEnd::Passed {
+                self.typed.extend_from_slice(end_of_input(self.last));
+            }
+            return Ok(Keys::Ended);
+        }
+        let typed = &self.buffer[..read];
+        self.last = typed.last().copied();
+        let detach_at = self
+            .detach_key
+            .0
+            .and_then(|key| typed.iter().position(|byte| *byte == key));
+        self.typed
+            .extend_from_slice(&typed[..detach_at.unwrap_or(read)]);
+        Ok(if detach_at.is_some() {
+            Keys::Detach
+        } else {
+            Keys::Typed
+        })
+    }
+}
+
+/// The end-of-file key (Ctrl-D) as a terminal's user types it to end
+/// input that ended after `last`: at the start of a line it is the end;
+/// after part of one, it first hands over that part, so it goes twice.
+fn end_of_input(last: Option<u8>) -> &'static [u8] {
+    match last {
+        None | Some(b'\n') => b"\x04",
+        Some(_) => b"\x04\x04",
+    }
+}
+
+/// An open `SendInput` stream.
+type KeyStream = AnsweredStream<pb::SendInputRequest, pb::SendInputResponse>;
+
+/// Keystrokes on their way, from the client of one attach stream (its
+/// `holdfast-attachment` token: typing is activity, which gives the session
+/// this terminal's size, as under tmux).
+struct Typing {
+    attachment: String,
+    to: KeysTo,
+}
+
+/// Where keystrokes go: one `SendInput` stream, opened at the first, or
+/// a `WriteInput` each to a host-service that has no `SendInput` (an
+/// earlier version, still running).
+enum KeysTo {
+    NotYet,
+    Stream(Box<KeyStream>),
+    Requests,
+}
+
+impl Typing {
+    /// Keys typed in the client of the stream `attachment` names.
+    fn new(attachment: String) -> Self {
+        Self {
+            attachment,
+            to: KeysTo::NotYet,
+        }
+    }
+
+    /// The next keys open a stream of their own.
+    fn again(&mut self) {
+        self.to = KeysTo::NotYet;
+    }
+
+    /// Sends keys, answering once they reached the session's terminal.
+    async fn send(
+        &mut self,
+        clients: &mut Clients,
+        session_id: &str,
+        keys: &[u8],
+    ) -> Result<(), tonic::Status> {
+        let data = prost::bytes::Bytes::copy_from_slice(keys);
+        loop {
+            match &mut self.to {
+                // The stream's first write named the session and client.
+                KeysTo::Stream(stream) => {
+                    let write = pb::SendInputRequest {
+                        data,
+                        ..Default::default()
+                    };
+                    return stream.send(write).await;
+                }
+                KeysTo::Requests => {
+                    let write = pb::WriteInputRequest {
+                        session_id: session_id.to_owned(),
+                        data,
+                        attachment: self.attachment.clone(),
+                    };
+                    return clients.terminals.write_input(write).await.map(drop);
+                }
+                KeysTo::NotYet => {
+                    let first = pb::SendInputRequest {
+                        session_id: session_id.to_owned(),
+                        data: data.clone(),
+                        attachment: self.attachment.clone(),
+                    };
+                    let (writes, requests) = answered_stream::requests(first);
+                    match clients.terminals.send_input(requests).await {
+                        Ok(answers) => {
+                            let stream = KeyStream::opened(writes, answers.into_inner()).await?;
+                            self.to = KeysTo::Stream(Box::new(stream));
+                            return Ok(());
+                        }
+                        // Refused before reading anything: these keys go
+                        // as a request, and so will the next ones.
+                        Err(status) if status.code() == tonic::Code::Unimplemented => {
+                            self.to = KeysTo::Requests;
+                        }
+                        Err(status) => return Err(status),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// This terminal's size as (cols, rows), when it has one.
+fn terminal_size() -> Option<(u32, u32)> {
+    let size = rustix::termios::tcgetwinsize(std::io::stdout()).ok()?;
+    (size.ws_col != 0 && size.ws_row != 0).then(|| (size.ws_col.into(), size.ws_row.into()))
+}
+
+/// Sizes the session to this terminal, as this `attachment`'s client (so
+/// it goes back to another client's size when this one detaches); with
+/// `redraw` its program is told even if the size is the same (see
+/// `ResizeSessionRequest.redraw`).
+async fn resize_to_terminal(
+    clients: &mut Clients,
+    session_id: &str,
+    attachment: &str,
+    redraw: bool,
+) {
+    let Some((cols, rows)) = terminal_size() else {
+        return;
+    };
+    let _ = clients
+        .terminals
+        .resize_session(pb::ResizeSessionRequest {
+            session_id: session_id.to_owned(),
+            cols,
+            rows,
+            redraw,
+            attachment: attachment.to_owned(),
+        })
+        .await;
+}
+
+/// `replay` from its first clean start: scrollback that has lost its
+/// oldest bytes may begin inside an escape sequence or a character, which
+/// would show as stray text or, worse, be taken as the rest of a sequence.
+/// So it is shown from the first line's end or the first escape, if either
+/// comes soon (a line or a screen update); otherwise as it is.
+fn clean_start(replay: &[u8]) -> &[u8] {
+    const LOOK: usize = 4096;
+    let soon = &replay[..replay.len().min(LOOK)];
+    match soon.iter().position(|&byte| byte == b'\n' || byte == 0x1b) {
+        Some(at) if soon[at] == b'\n' => &replay[at + 1..],
+        Some(at) => &replay[at..],
+        None => replay,
+    }
+}
+
+/// The CLI's exit status for a session's ending, as a shell gives for a
+/// command: its code, or 128 plus the signal that ended it.
+pub fn exit_status(code: Option<i32>, signal: Option<i32>) -> u8 {
+    match (code, signal) {
+        (Some(code), _) => u8::try_from(code).unwrap_or(1),
+        (None, Some(signal)) => signal
+            .checked_add(128)
+            .and_then(|status| u8::try_from(status).ok())
+            .unwrap_or(1),
+        (None, None) => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DetachKey, clean_start};
+
+    /// Held keys never outgrow one write, which the host-service would
+    /// refuse as invalid: a read is taken only while a whole one fits
+    /// (they reached 1 MiB and most of a read more).
+    #[tokio::test]
+    async fn keys_held_fit_one_write() {
+        let mut keyboard = super::Keyboard::new(DetachKey(None), super::InputEnd::Kept);
+        let read = keyboard.buffer.len();
+        keyboard.typed = vec![b'x'; super::MAX_HELD_KEYS - read];
+        assert!(keyboard.takes_more());
+        keyboard.typed.push(b'x');
+        assert!(!keyboard.takes_more(), "a read could take it past 1 MiB");
+    }
+
+    #[test]
+    fn only_input_the_program_has_not_read_is_held_for_again() {
+        use holdfast_api::error_details::{Reason, Refusal};
+        use tonic::{Code, Status};
+
+        let refusal = |reason| Status::from(Refusal::new(Code::ResourceExhausted, reason, "x"));
+        assert!(super::is_input_full(&refusal(Reason::InputFull)));
+        assert!(super::is_input_full(&Status::resource_exhausted("older")));
+        assert!(super::is_input_full(&refusal(Reason::DaemonRefused)));
+        assert!(!super::is_input_full(&refusal(Reason::RequestTooLarge)));
+        assert!(!super::is_input_full(&Status::failed_precondition("x")));
+    }
+
+    #[test]
+    fn any_ending_the_server_reports_is_an_exit_status() {
+        use super::exit_status;
+        assert_eq!(exit_status(Some(7), None), 7);
+        assert_eq!(exit_status(None, Some(15)), 143);
+        assert_eq!(exit_status(None, Some(i32::MAX)), 1);
+        assert_eq!(exit_status(Some(-1), None), 1);
+        assert_eq!(exit_status(None, None), 1);
+    }
+
+    #[test]
+    fn replays_that_lost_their_start_are_shown_from_a_clean_one() {
+        assert_eq!(
+            clean_start(b"0m partial\r\nwhole line\r\n"),
+            b"whole line\r\n"
+        );
+        assert_eq!(clean_start(b"5;10H\x1b[2Jscreen"), b"\x1b[2Jscreen");
+        assert_eq!(clean_start(b"\x80\x81 tail\x1b[m"), b"\x1b[m");
+        assert_eq!(clean_start(b"no boundary at all"), b"no boundary at all");
+        let far = [b"x".repeat(5000), b"\nrest".to_vec()].concat();
+        assert_eq!(clean_start(&far), &far[..], "none soon: shown as it is");
+    }
+
+    #[test]
+    fn detach_keys_are_control_keys_or_none() {
+        assert_eq!(DetachKey::parse("^]"), Ok(DetachKey(Some(0x1d))));
+        assert_eq!(DetachKey::parse("^q"), Ok(DetachKey(Some(0x11))));
+        assert_eq!(DetachKey::parse("^@"), Ok(DetachKey(Some(0))));
+        assert_eq!(DetachKey::parse("none"), Ok(DetachKey(None)));
+        assert_eq!(DetachKey::parse(""), Ok(DetachKey(Some(0x1d))), "as unset");
+        for bad in ["]", "^", "^1", "^]]", "ctrl-]", "^["] {
+            assert!(DetachKey::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+}

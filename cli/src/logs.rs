@@ -1,0 +1,230 @@
+//! `holdfast logs`: a session's output, as its program wrote it, without
+//! attaching to it: what it has written so far (`AttachSession` with
+//! `until_now`), or with `--follow` also what it writes next, to its exit,
+//! as `tail -f` does. Nothing is sent to the session, it is not resized,
+//! and a look does not count it as attached. `holdfast wait` follows a
+//! session the same way, as an onlooker (`watch`), to tell how it ended.
+
+use std::io::{ErrorKind, IsTerminal, StdoutLock, Write};
+use std::time::{Duration, Instant};
+
+use futures_util::{Stream, StreamExt};
+use holdfast_api::proto::host::v1 as pb;
+use pb::attach_session_response::Event;
+
+use crate::attach::{REATTACH_PATIENCE, REATTACH_PAUSE_MAX, exit_status, is_verdict};
+use crate::clients::{Clients, refused};
+use crate::stale_queries::History;
+use crate::stdout::{say, tell};
+
+/// What `logs` does with a session's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Print what it has written so far.
+    SoFar,
+    /// Print it and what it writes next, to its exit.
+    Follow,
+    /// Print nothing but how it ended, once it has.
+    Wait,
+}
+
+/// Writes the session's output to stdout as `reading` says; following,
+/// goes on from the last byte written across a host-service restart.
+/// Returns the exit status for the process: 0, or for `Wait` the
+/// session's own (its code, or 128 plus the signal that ended it).
+pub async fn logs(
+    clients: &mut Clients,
+    session_id: String,
+    reading: Reading,
+) -> anyhow::Result<u8> {
+    let follow = reading != Reading::SoFar;
+    let stdout = std::io::stdout();
+    let mut out = Copy {
+        // A terminal answers the queries in what it is shown, and nothing
+        // but this shell is there to take the answers, as typed keys: they
+        // are left out. Piped, the output is as the program wrote it.
+        queries: stdout.is_terminal().then(History::all),
+        stdout: stdout.lock(),
+        written_to: None,
+        print: reading != Reading::Wait,
+    };
+    // When the host-service went away, while it is away.
+    let mut missed_since: Option<Instant> = None;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let request = pb::AttachSessionRequest {
+            session_id: session_id.clone(),
+            from_offset: out.resume_from(),
+            until_now: !follow,
+            // Waiting is no reason to hold the program up, or to count it
+            // as attached; following to print it all, it is (nothing lost).
+            watch: reading == Reading::Wait,
+        };
+        if let Some(queries) = &mut out.queries {
+            // What it held back comes again, from its first byte.
+            queries.gap();
+        }
+        let failure = match clients.terminals.attach_session(request).await {
+            Ok(events) => {
+                if !follow
+                    && events
+                        .metadata()
+                        .get(holdfast_api::proto::LOOK_METADATA)
+                        .is_none()
+                {
+                    anyhow::bail!(
+                        "this host-service is older than this holdfast and would follow the session \
+                         instead of printing what it wrote so far: restart it, or use `holdfast logs -f`"
+                    );
+                }
+                match out.events(events.into_inner(), follow).await? {
+                    (Copied::Ended(exited), _) => {
+                        return Ok(match (reading, exited) {
+                            (Reading::Wait, Some(exited)) => ended(&exited),
+                            _ => 0,
+                        });
+                    }
+                    (Copied::Failed(status), received) => {
+                        // Back, as far as a first event tells.
+                        if received {
+                            missed_since = None;
+                            pause = Duration::from_millis(50);
+                        }
+                        status
+                    }
+                }
+            }
+            Err(status) => status,
+        };
+        if is_verdict(&failure) || !follow {
+            return Err(refused(failure).context(format!("reading session {session_id}")));
+        }
+        // The host-service went away (an update, a crash), and the session
+        // runs on under the daemon: follow it again once it is back.
+        tracing::debug!(status = %failure, "following again");
+        let since = *missed_since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= REATTACH_PATIENCE {
+            anyhow::bail!(
+                "the host-service did not come back within {} s ({}); session {session_id} may still be running",
+                REATTACH_PATIENCE.as_secs(),
+                failure.message()
+            );
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(REATTACH_PAUSE_MAX);
+    }
+}
+
+/// Says how the session ended, as `docker wait` does, and returns the
+/// exit status that tells it.
+fn ended(exited: &pb::Exited) -> u8 {
+    say!("{}", crate::shown::ending(exited.exit_code, exited.signal));
+    exit_status(exited.exit_code, exited.signal)
+}
+
+/// Output written to stdout so far.
+struct Copy {
+    stdout: StdoutLock<'static>,
+    /// Takes the terminal queries out of the output, printed to a
+    /// terminal.
+    queries: Option<History>,
+    /// Where it ends, to go on from there.
+    written_to: Option<u64>,
+    /// Whether the output is written, or only followed.
+    print: bool,
+}
+
+/// How copying one stream ended.
+enum Copied {
+    /// All there was to write is written: the session exited (how, if
+    /// the stream said), or the look is over.
+    Ended(Option<pb::Exited>),
+    /// The stream failed (or, followed, ended without the exit).
+    Failed(tonic::Status),
+}
+
+impl Copy {
+    /// Writes the output of `events` until they end; says how, and
+    /// whether any event came.
+    async fn events(
+        &mut self,
+        events: impl Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>>,
+        follow: bool,
+    ) -> anyhow::Result<(Copied, bool)> {
+        tokio::pin!(events);
+        // Whether any event came.
+        let mut received = false;
+        let copied = loop {
+            let event = match events.next().await {
+                Some(Ok(message)) => {
+                    received = true;
+                    message.event
+                }
+                Some(Err(status)) => break Copied::Failed(status),
+                None if follow => {
+                    break Copied::Failed(tonic::Status::unavailable(
+                        "the host-service ended the stream",
+                    ));
+                }
+                None => break Copied::Ended(None),
+            };
+            match event {
+                Some(Event::Output(output)) => {
+                    self.written_to = Some(output.offset + output.data.len() as u64);
+                    if self.print {
+                        let shown = match &mut self.queries {
+                            Some(queries) => queries.shown(output.offset, &output.data),
+                            None => std::borrow::Cow::Borrowed(&output.data[..]),
+                        };
+                        self.write(&shown)?;
+                    }
+                }
+                Some(Event::Truncated(gap)) if !self.print => self.written_to = Some(gap.to_offset),
+                Some(Event::Truncated(gap)) => {
+                    self.written_to = Some(gap.to_offset);
+                    if let Some(queries) = &mut self.queries {
+                        queries.gap();
+                    }
+                    self.flush()?;
+                    tell!(
+                        "[holdfast: {} bytes of earlier output are no longer held]\n",
+                        gap.to_offset - gap.from_offset
+                    );
+                }
+                Some(Event::Exited(exited)) => break Copied::Ended(Some(exited)),
+                Some(Event::Title(_)) | None => {}
+            }
+        };
+        if let (Copied::Ended(_), Some(queries)) = (&copied, &mut self.queries) {
+            // Nothing more comes: a sequence left open is printed as it is.
+            let rest = queries.finish();
+            self.write(&rest)?;
+        }
+        self.flush()?;
+        Ok((copied, received))
+    }
+
+    /// Where to go on from: after the last byte written, or, of a sequence
+    /// held back unfinished, its first.
+    fn resume_from(&self) -> Option<u64> {
+        let held = self.queries.as_ref().map_or(0, History::held_back);
+        self.written_to.map(|to| to - held)
+    }
+
+    fn write(&mut self, data: &[u8]) -> anyhow::Result<()> {
+        quiet_on_closed(self.stdout.write_all(data))
+    }
+
+    fn flush(&mut self) -> anyhow::Result<()> {
+        quiet_on_closed(self.stdout.flush())
+    }
+}
+
+/// Stops, successfully, once nobody reads the output (`holdfast logs ID |
+/// head`), as `say!` does.
+fn quiet_on_closed(written: std::io::Result<()>) -> anyhow::Result<()> {
+    match written {
+        Err(error) if error.kind() == ErrorKind::BrokenPipe => std::process::exit(0),
+        written => Ok(written?),
+    }
+}

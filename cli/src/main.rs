@@ -1,0 +1,336 @@
+//! `holdfast`: the command line for people at a terminal.
+//!
+//! It talks to the host-service, like every other client. This file runs
+//! one command; the arguments are in `args.rs`, the connection in
+//! `clients.rs`, workspaces in `workspaces.rs`.
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use holdfast_api::proto::host::v1 as pb;
+
+use crate::args::{Cli, Command, WorkspaceCommand};
+use crate::clients::{connect, is_on_this_machine, refused};
+use crate::stdout::{say, tell};
+use crate::workspaces::{
+    create_workspace, every_open_list, find_workspace, list_sessions, list_workspaces, merged,
+    open_named, workspace_or_default,
+};
+
+mod args;
+mod attach;
+mod clients;
+mod completion;
+mod environment;
+mod logs;
+mod naming;
+mod own_server;
+mod shown;
+mod stale_queries;
+mod stdout;
+mod terminal_modes;
+mod workspaces;
+
+fn main() {
+    // Before anything is printed, and with no runtime running: completing
+    // asks the host-service on a runtime of its own.
+    completion::complete_if_asked(<Cli as clap::CommandFactory>::command);
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let code = match runtime.map_err(anyhow::Error::from).map(|runtime| {
+        let ran =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(run(cli))));
+        // Never dropped, not even by a panic: dropping a runtime waits for
+        // its blocking threads, and one may be reading the keyboard
+        // (attach), which only a key would end.
+        std::mem::forget(runtime);
+        ran.unwrap_or_else(|_| std::process::exit(101))
+    }) {
+        Ok(Ok(code)) => code,
+        Ok(Err(error)) | Err(error) => {
+            tell!("holdfast: {error:#}\n");
+            1
+        }
+    };
+    std::process::exit(code.into());
+}
+
+async fn run(cli: Cli) -> anyhow::Result<u8> {
+    if let Command::Completions { shell } = cli.command {
+        // Needs no host-service until a TAB asks for names.
+        // Written as `say!` writes, so `| head` ends it quietly.
+        say!("{}", completion::registration(shell)?);
+        return Ok(0);
+    }
+    let mut clients = connect(&cli.addr, cli.auth_token.as_deref()).await?;
+    match cli.command {
+        Command::Workspace(WorkspaceCommand::Create { name }) => {
+            let workspaces = list_workspaces(&mut clients, true).await?;
+            if let Some(taken) = open_named(&workspaces, &name).next() {
+                bail!(
+                    "an open workspace is already named {name:?} ({}): `--workspace {name}` uses it",
+                    taken.workspace_id
+                );
+            }
+            let workspace = create_workspace(&mut clients, &name).await?;
+            say!("{}", workspace.workspace_id);
+        }
+        Command::Workspace(WorkspaceCommand::List) => {
+            let workspaces = list_workspaces(&mut clients, false).await?;
+            say!("{:<36}  {:<8}  {:<10}  NAME", "ID", "STATE", "AGE");
+            for workspace in workspaces {
+                let state = if workspace.closed_at.is_some() {
+                    "closed"
+                } else {
+                    "open"
+                };
+                say!(
+                    "{:<36}  {:<8}  {:<10}  {}",
+                    workspace.workspace_id,
+                    state,
+                    shown::age(workspace.created_at),
+                    workspace.name
+                );
+            }
+        }
+        Command::Workspace(WorkspaceCommand::Close { workspace }) => {
+            let workspace_id = find_workspace(&mut clients, &workspace).await?.workspace_id;
+            let closed = clients
+                .workspaces
+                .close_workspace(pb::CloseWorkspaceRequest { workspace_id })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            say!("closed; {} session(s) disposed", closed.stamped);
+        }
+        Command::New {
+            workspace,
+            name,
+            hidden,
+            attach,
+            env,
+            clean_env,
+            cwd,
+            command,
+        } => {
+            let local = is_on_this_machine(&cli.addr);
+            if !local && !clean_env {
+                tell!(
+                    "note: the host-service is on another machine: the session gets its clean \
+                     environment and what --env names, none of this shell's\n"
+                );
+            }
+            let env = environment::for_session(clean_env || !local, &env)?;
+            if let Some(name) = &name {
+                if name.is_empty() {
+                    bail!(
+                        "--name may not be empty (without it, the session is named by its command)"
+                    );
+                }
+                naming::refuse_taken(&mut clients, name, None).await?;
+            }
+            let title = name.or_else(|| naming::title_of(&command));
+            let workspace_id =
+                workspace_or_default(&mut clients, workspace.as_deref(), true).await?;
+            let request = pb::CreateSessionRequest {
+                workspace_id,
+                argv: command,
+                cwd: working_directory(cwd.as_deref())?,
+                env,
+                title,
+                listed: Some(!hidden),
+                ..Default::default()
+            };
+            if attach {
+                return attach::start(&mut clients, request, cli.detach_key).await;
+            }
+            let session = clients
+                .terminals
+                .create_session(request)
+                .await
+                .map_err(refused)?
+                .into_inner()
+                .session
+                .context("the host-service returned no session")?;
+            say!("{}", session.session_id);
+        }
+        Command::Ls {
+            workspace,
+            all,
+            json,
+        } => {
+            let (list, names) = if all {
+                let lists = every_open_list(&mut clients).await?;
+                let names = lists
+                    .iter()
+                    .map(|(workspace, _)| (workspace.workspace_id.clone(), workspace.name.clone()))
+                    .collect();
+                (merged(lists.into_iter().map(|(_, list)| list)), Some(names))
+            } else {
+                let workspace_id =
+                    workspace_or_default(&mut clients, workspace.as_deref(), false).await?;
+                (list_sessions(&mut clients, workspace_id).await?, None)
+            };
+            if json {
+                say!(
+                    "{}",
+                    serde_json::to_string_pretty(&shown::list_json(&list))?
+                );
+            } else {
+                shown::print_table(&list, names.as_ref());
+            }
+        }
+        Command::Count { workspace } => {
+            let workspace_id =
+                workspace_or_default(&mut clients, workspace.as_deref(), false).await?;
+            // Nothing attached from anywhere, as the list says of each
+            // (`CountBackgroundSessions` leaves out only what its caller
+            // says it has attached, and this command attaches nothing).
+            let list = list_sessions(&mut clients, workspace_id).await?;
+            say!("{}", list.sessions.iter().filter(|s| !s.attached).count());
+            if list.source == pb::Source::MemoryOnly as i32 {
+                tell!("note: memory-only count ({})\n", list.degraded_reason);
+            }
+        }
+        Command::Send { id, text } => {
+            let id = naming::session_id(&mut clients, &id).await?;
+            clients
+                .terminals
+                .write_input(pb::WriteInputRequest {
+                    session_id: id,
+                    data: text.into_bytes().into(),
+                    ..Default::default()
+                })
+                .await
+                .map_err(refused)?;
+        }
+        // Printed above, before connecting.
+        Command::Completions { .. } => {}
+        Command::Status => {
+            let status = clients
+                .status
+                .get_status(pb::GetStatusRequest {})
+                .await
+                .map_err(refused)?
+                .into_inner();
+            say!(
+                "host-service  up, version {}, pid {}, up {}",
+                status.host_version,
+                status.host_pid,
+                shown::age(status.host_started_at)
+            );
+            say!("  listening   {}", cli.addr);
+            say!("  database    {}", status.database_path);
+            let daemon = match pb::DaemonState::try_from(status.daemon_state).unwrap_or_default() {
+                pb::DaemonState::Up => format!(
+                    "up, version {}, pid {}",
+                    status.daemon_version, status.daemon_pid
+                ),
+                pb::DaemonState::Starting | pb::DaemonState::Unspecified => "starting".to_owned(),
+                pb::DaemonState::Down => format!("DOWN: {}", status.daemon_reason),
+                pb::DaemonState::GaveUp => {
+                    format!("DOWN, not relaunched: {}", status.daemon_reason)
+                }
+            };
+            say!("pty-daemon    {daemon}");
+            say!("  socket      {}", status.daemon_socket);
+            if status.daemon_state != pb::DaemonState::Up as i32 {
+                return Ok(1);
+            }
+        }
+        Command::Attach { id } => {
+            let id = match id {
+                Some(id) => naming::session_id(&mut clients, &id).await?,
+                None => naming::the_only_session(&mut clients).await?,
+            };
+            if naming::this_session().is_some_and(|this_one| this_one == id) {
+                bail!(
+                    "this terminal is session {id}: attached to itself, it would show its own output back to itself for ever"
+                );
+            }
+            return attach::attach(&mut clients, id, cli.detach_key).await;
+        }
+        Command::Show { id, json } => {
+            let id = naming::session_id(&mut clients, &id).await?;
+            let session = clients
+                .terminals
+                .get_session(pb::GetSessionRequest { session_id: id })
+                .await
+                .map_err(refused)?
+                .into_inner()
+                .session
+                .context("the host-service returned no session")?;
+            shown::print_session(&session, json)?;
+        }
+        Command::Rename { id, name } => {
+            let id = naming::session_id(&mut clients, &id).await?;
+            // An empty one the host-service refuses, saying so.
+            if !name.is_empty() {
+                naming::refuse_taken(&mut clients, &name, Some(&id)).await?;
+            }
+            let renamed = clients
+                .terminals
+                .rename_session(pb::RenameSessionRequest {
+                    session_id: id.clone(),
+                    name,
+                })
+                .await
+                .map_err(refused)?
+                .into_inner()
+                .session
+                .context("the host-service returned no session")?;
+            say!("renamed {id} {}", renamed.name);
+        }
+        Command::Logs { id, follow } => {
+            let reading = if follow {
+                logs::Reading::Follow
+            } else {
+                logs::Reading::SoFar
+            };
+            let id = naming::session_id(&mut clients, &id).await?;
+            return logs::logs(&mut clients, id, reading).await;
+        }
+        Command::Wait { id } => {
+            let id = naming::session_id(&mut clients, &id).await?;
+            return logs::logs(&mut clients, id, logs::Reading::Wait).await;
+        }
+        Command::Kill { id, signal, time } => {
+            let id = naming::session_id(&mut clients, &id).await?;
+            let disposed = clients
+                .terminals
+                .dispose_session(pb::DisposeSessionRequest {
+                    session_id: id.clone(),
+                    signal: signal.into(),
+                    grace_ms: time.map(|seconds| seconds * 1000),
+                })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            say!("disposed {id}");
+            let asked_more = signal != pb::Signal::Hup || time.is_some();
+            if asked_more && disposed.signal == pb::Signal::Unspecified as i32 {
+                tell!(
+                    "note: this host-service did not say it read -s or -t: one that predates them \
+                     sends SIGHUP, then SIGKILL after 1 s\n"
+                );
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// The directory a new session starts in, as the API takes it (absolute):
+/// `given` taken from this directory, or this directory; empty (the
+/// daemon's home) if this one is gone and none is given.
+fn working_directory(given: Option<&std::path::Path>) -> anyhow::Result<String> {
+    let dir = match given {
+        Some(given) => std::path::absolute(given)
+            .with_context(|| format!("finding the directory {}", given.display()))?,
+        None => match std::env::current_dir() {
+            Ok(dir) => dir,
+            Err(_) => return Ok(String::new()),
+        },
+    };
+    Ok(dir.to_string_lossy().into_owned())
+}

@@ -1,0 +1,902 @@
+//! The host's shared state and the operations the gRPC services run on it.
+//!
+//! A [`Host`] holds the store, the daemon client, the sessions this process
+//! holds and the sizes of attached clients. The handlers in `grpc/` validate
+//! a request and call one of its operations: create, dispose, write, open
+//! an attach stream, close a workspace.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures_util::{Stream, StreamExt};
+use holdfast_api::error_details::{Reason, Refusal};
+use holdfast_api::proto::daemon::v1 as daemon;
+use holdfast_api::proto::host::v1 as pb;
+use holdfast_plumbing::daemon_client::DaemonClient;
+use tonic::{Code, Request, Response, Status};
+
+use crate::background::Background;
+use crate::daemon::stream_connections::StreamConnections;
+use crate::error::{Error, Result};
+use crate::sessions::attach_events::{event_to_proto, output_until};
+use crate::sessions::client_sizes::{AttachToken, ClientSizes};
+use crate::sessions::held_sessions::{Adoption, AttachGuard, HeldSession, HeldSessions};
+use crate::sessions::live_sessions::{LiveSessionView, LiveSessions, Rows, pick_title};
+use crate::sessions::new_session::NewSession;
+use crate::sessions::session_view;
+use crate::store::known_workspaces::KnownWorkspaces;
+use crate::store::{
+    self, DEFAULT_DISPOSE_GRACE, Insert, SessionRow, Status as RowStatus, Store, WorkspaceRow,
+};
+use crate::validate;
+
+/// How long a kill waits for a spawn that got no answer to show up in the
+/// daemon: far longer than a spawn takes, even on a loaded machine, and
+/// than a daemon stalls short of being found dead.
+const SPAWN_UNDER_WAY_PATIENCE: Duration = Duration::from_secs(30);
+
+/// A daemon session's events, as `Attach` streams them.
+pub(crate) type DaemonEvents =
+    Pin<Box<dyn Stream<Item = Result<daemon::AttachResponse, Status>> + Send>>;
+
+/// Whether a session may be used at once, or is to be adopted first.
+// Lives on one request's stack, never in a collection: boxing the row
+// would buy nothing but an allocation.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Usable {
+    /// This process holds it.
+    Held,
+    /// Restored after a restart and not held yet: its row, and the
+    /// adoption begun before the row was read.
+    Restored {
+        /// The session's row.
+        row: SessionRow,
+        /// Registers it in memory once the daemon has answered for it.
+        adoption: Adoption,
+    },
+}
+
+impl Usable {
+    /// The row read for a restored session.
+    pub(crate) fn row(&self) -> Option<&SessionRow> {
+        match self {
+            Usable::Held => None,
+            Usable::Restored { row, .. } => Some(row),
+        }
+    }
+}
+
+/// Both services share this state; cloning is cheap.
+#[derive(Clone)]
+pub struct Host {
+    pub(crate) store: Store,
+    pub(crate) memory: Arc<HeldSessions>,
+    pub(crate) daemon: DaemonClient,
+    /// Separate connections for attach streams, so clients that stop
+    /// reading cannot exhaust the flow-control window that lists, writes
+    /// and kills share.
+    streams: Arc<StreamConnections>,
+    live: LiveSessionView,
+    /// Bound on daemon calls other than listing (spawn, write, kill...).
+    operation_timeout: Duration,
+    /// Workspaces seen to exist.
+    pub(crate) workspaces: Arc<KnownWorkspaces>,
+    /// The sizes attached clients show sessions at.
+    pub(crate) sizes: Arc<ClientSizes>,
+    /// Resizes take turns, across all sessions (they are rare, and a hung
+    /// daemon holds them up anyway), each until it is recorded in `sizes`,
+    /// so the size a terminal is left at is the one recorded last.
+    pub(crate) resizing: Arc<tokio::sync::Mutex<()>>,
+    /// Clean-up spawned beside the requests, waited for at shutdown.
+    pub(crate) background: Background,
+}
+
+impl Host {
+    /// The services over these parts.
+    pub fn new(
+        live: LiveSessionView,
+        streams: StreamConnections,
+        operation_timeout: Duration,
+        background: Background,
+    ) -> Self {
+        Self {
+            background,
+            streams: Arc::new(streams),
+            store: live.store.clone(),
+            memory: Arc::clone(&live.memory),
+            daemon: live.daemon.clone(),
+            live,
+            operation_timeout,
+            workspaces: Arc::default(),
+            sizes: Arc::default(),
+            resizing: Arc::default(),
+        }
+    }
+
+    /// An attached client's hold on `session_id`, counted in memory by
+    /// `counted`, whose size (once it sets one) is its own until the
+    /// returned value is dropped; `response` gets its token as metadata.
+    pub(crate) fn client_attachment<T>(
+        &self,
+        session_id: &str,
+        counted: AttachGuard,
+        response: &mut Response<T>,
+    ) -> ClientAttachment {
+        let attachment = self.sizes.attach(session_id);
+        response.metadata_mut().insert(
+            holdfast_api::proto::ATTACHMENT_METADATA,
+            tonic::metadata::MetadataValue::from(attachment),
+        );
+        ClientAttachment {
+            _counted: counted,
+            host: self.clone(),
+            session_id: session_id.to_owned(),
+            attachment,
+        }
+    }
+
+    /// Notes that the client of `attachment`, if any, typed in the session,
+    /// and gives the session that client's size if it has another, before
+    /// the keys it typed go: the program reads them at the size of the
+    /// window they were typed in, as tmux resizes before it passes keys on.
+    pub(crate) async fn typed_in(&self, session_id: &str, attachment: Option<AttachToken>) {
+        if attachment.is_some_and(|attachment| self.sizes.typed(session_id, attachment)) {
+            // On a task of its own, waited for: a caller that gives up
+            // meanwhile does not cancel it, which would leave the size
+            // recorded as given and never give it.
+            if let Some(resized) = self.apply_size_soon(session_id.to_owned()) {
+                let _ = resized.await;
+            }
+        }
+    }
+
+    /// [`Self::apply_size`] on a task of its own, which no caller giving up
+    /// cancels; the stream's end that calls for it does not wait for it.
+    /// (Streams are dropped on the runtime; outside it there is nothing to
+    /// resize for.)
+    pub(crate) fn apply_size_soon(
+        &self,
+        session_id: String,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let host = self.clone();
+        Some(
+            self.background
+                .spawn_on(async move { host.apply_size(session_id).await }, &runtime),
+        )
+    }
+
+    /// Gives a session, in its turn, the size it was last given: that of
+    /// the client it went back to when another detached, or of the client
+    /// that typed, unless a resize came since (its size then, already
+    /// applied). A failure (the session gone meanwhile) is logged, and
+    /// leaves the size unknown, so the next activity gives one again.
+    pub(crate) async fn apply_size(&self, session_id: String) {
+        let _turn = self.resizing.lock().await;
+        let Some((cols, rows)) = self.sizes.current(&session_id) else {
+            return;
+        };
+        let mut client = self.daemon.clone();
+        let resize = self.request(daemon::ResizeRequest {
+            session_id: session_id.clone(),
+            cols,
+            rows,
+            redraw: false,
+        });
+        match self.daemon_call("resize", client.resize(resize)).await {
+            Ok(_) => tracing::debug!(%session_id, cols, rows, "sized to its latest client"),
+            Err(error) => {
+                self.sizes.unsure(&session_id);
+                tracing::debug!(%session_id, %error, "could not size it to its latest client")
+            }
+        }
+    }
+
+    /// Runs a daemon call under the operation timeout.
+    pub(crate) async fn daemon_call<T, F>(&self, what: &str, call: F) -> Result<T>
+    where
+        F: Future<Output = Result<tonic::Response<T>, Status>>,
+    {
+        self.daemon_up()?;
+        match tokio::time::timeout(self.operation_timeout, call).await {
+            Ok(Ok(response)) => Ok(response.into_inner()),
+            // The request's own deadline (see `request`), met first: the
+            // same lack of an answer, said the same way.
+            Ok(Err(status)) if crate::error::is_deadline(&status) => {
+                Err(Error::no_answer(what, self.operation_timeout))
+            }
+            Ok(Err(status)) => Err(Error::from_daemon(status)),
+            Err(_) => Err(Error::no_answer(what, self.operation_timeout)),
+        }
+    }
+
+    /// Refuses at once while the supervisor knows the daemon to be down.
+    pub(crate) fn daemon_up(&self) -> Result<()> {
+        match self.live.health.down_reason() {
+            Some(reason) => Err(Error::DaemonDown(reason)),
+            None => Ok(()),
+        }
+    }
+
+    /// A request with the operation timeout as its gRPC deadline.
+    pub(crate) fn request<T>(&self, message: T) -> Request<T> {
+        let mut request = Request::new(message);
+        request.set_timeout(self.operation_timeout);
+        request
+    }
+
+    /// Writes a new session's row, unless its workspace is missing or
+    /// closed.
+    pub(crate) async fn record(&self, row: SessionRow) -> Result<()> {
+        let workspace_id = row.workspace_id.clone();
+        match self.store.insert_session(row).await? {
+            Insert::Done => Ok(()),
+            Insert::NoWorkspace => Err(Error::WorkspaceNotFound(workspace_id)),
+            Insert::WorkspaceClosed => Err(Error::WorkspaceClosed(workspace_id)),
+        }
+    }
+
+    /// Starts a new session's program.
+    pub(crate) async fn spawn(&self, spawn: daemon::SpawnRequest) -> Result<(daemon::Session, ())> {
+        let mut client = self.daemon.clone();
+        let response = self
+            .daemon_call("spawn", client.spawn(self.request(spawn)))
+            .await?;
+        Ok((response.session.unwrap_or_default(), ()))
+    }
+
+    /// Starts a new session's program with its events streamed from the
+    /// first byte (the daemon's `Start`). Only the start and its first
+    /// message are bounded by the operation timeout, not the stream. The
+    /// stream goes over a connection for output streams, as an
+    /// `AttachSession`'s does, so it flows as one would.
+    ///
+    /// A daemon of an earlier version, kept running across an upgrade of
+    /// the host-service, has no `Start`: then it is `Spawn` and `Attach`.
+    pub(crate) async fn start(
+        &self,
+        spawn: daemon::SpawnRequest,
+    ) -> Result<(daemon::Session, DaemonEvents)> {
+        use daemon::start_response::Event;
+        let (mut client, slot) = self.streams.client();
+        let start = daemon::StartRequest {
+            spawn: Some(spawn.clone()),
+        };
+        let started = async move {
+            let mut events = client.start(Request::new(start)).await?.into_inner();
+            let Some(Event::Started(session)) = events.message().await?.and_then(|m| m.event)
+            else {
+                return Err(Status::internal(
+                    "the daemon's Start stream did not begin with the session",
+                ));
+            };
+            let events = events.map(|message| match message?.event {
+                Some(Event::Attach(event)) => Ok(event),
+                _ => Err(Status::internal(
+                    "the daemon's Start stream sent something other than an attach event",
+                )),
+            });
+            Ok(Response::new((session, slot.held_by(events).boxed())))
+        };
+        match self.daemon_call("start", started).await {
+            Err(Error::Daemon(status)) if status.code() == tonic::Code::Unimplemented => {
+                tracing::debug!(
+                    "the pty-daemon has no Start (an earlier version): spawning, then attaching"
+                );
+                let (session, ()) = self.spawn(spawn).await?;
+                match self.open_stream(&session.session_id, Some(0), false).await {
+                    Ok((events, _)) => Ok((session, events)),
+                    Err(error) => {
+                        // Nothing is acknowledged yet, and the program runs
+                        // whatever the error says: it ends here (`create`
+                        // ends only what a failed spawn may have started).
+                        tracing::warn!(session_id = %session.session_id, %error, "started a session but could not stream it");
+                        self.end_unregistered(&session.session_id);
+                        Err(error)
+                    }
+                }
+            }
+            started => started,
+        }
+    }
+
+    /// Has the daemon kill a session, with its default signal and grace.
+    /// Every caller has stamped the row first (or has none), so the reaper
+    /// ends the session if this fails.
+    pub(crate) async fn kill(&self, session_id: &str) -> Result<()> {
+        self.kill_with(
+            session_id,
+            daemon::Signal::Unspecified,
+            DEFAULT_DISPOSE_GRACE,
+        )
+        .await
+    }
+
+    /// [`Self::kill`] with `signal` first, and SIGKILL after `grace`.
+    pub(crate) async fn kill_with(
+        &self,
+        session_id: &str,
+        signal: daemon::Signal,
+        grace: Duration,
+    ) -> Result<()> {
+        let mut client = self.daemon.clone();
+        let kill = self.request(daemon::KillRequest {
+            session_id: session_id.to_owned(),
+            signal: signal.into(),
+            grace_ms: Some(validate::grace_ms(grace)),
+        });
+        self.daemon_call("kill", client.kill(kill)).await.map(drop)
+    }
+
+    /// Ends a session that started but must never become visible, on a
+    /// task of its own (the refusal its creator gets does not wait on the
+    /// daemon); the reaper ends it if this fails (its row is stamped or
+    /// missing).
+    pub(crate) fn end_unregistered(&self, session_id: &str) {
+        let host = self.clone();
+        let session_id = session_id.to_owned();
+        self.background.spawn(async move {
+            if let Err(error) = host.kill(&session_id).await {
+                tracing::warn!(%session_id, %error, "killing a session that must not be listed failed; the reaper will retry");
+            }
+        });
+    }
+
+    /// Ends a session whose spawn got no answer. The daemon may still
+    /// start it: the spawn under way (in no list, so not to be killed
+    /// yet), or not even read (a daemon hung for a while). So a kill that
+    /// finds no such session, or gets no answer, is tried again for a
+    /// while rather than leaving the program to the reaper's next pass.
+    pub(crate) async fn end_if_started(&self, session_id: &str) {
+        let give_up = tokio::time::Instant::now() + SPAWN_UNDER_WAY_PATIENCE;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let missed = match self.kill(session_id).await {
+                Ok(()) => return,
+                Err(Error::Daemon(status)) if status.code() == tonic::Code::NotFound => {
+                    "no such session yet".to_owned()
+                }
+                Err(Error::DaemonUnavailable(reason) | Error::DaemonDown(reason)) => reason,
+                Err(error) => {
+                    tracing::warn!(%session_id, %error, "killing a session whose spawn got no answer failed; the reaper will retry");
+                    return;
+                }
+            };
+            if tokio::time::Instant::now() + pause >= give_up {
+                tracing::debug!(%session_id, %missed, "a session whose spawn got no answer was not found to kill");
+                return;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
+    }
+
+    pub(crate) async fn live(&self, workspace_id: &str) -> Result<LiveSessions> {
+        let workspace_id = validate::id("workspace_id", workspace_id)?;
+        let until = tokio::time::Instant::now() + self.live.deadline;
+        if !self.workspaces.exists(workspace_id) {
+            match tokio::time::timeout_at(until, self.store.workspace(workspace_id)).await {
+                Ok(Ok(Some(_))) => self.workspaces.saw(workspace_id),
+                Ok(Ok(None)) => return Err(Error::WorkspaceNotFound(workspace_id.to_owned())),
+                Ok(Err(error)) => {
+                    return Ok(self.live.without_rows(workspace_id, Rows::Failed(&error)));
+                }
+                Err(_) => {
+                    let late = Rows::Late(self.live.deadline);
+                    return Ok(self.live.without_rows(workspace_id, late));
+                }
+            }
+        }
+        Ok(self.live.list_live_sessions(workspace_id, until).await)
+    }
+
+    /// Makes sure a session may be used, and says whether it must be
+    /// adopted.
+    ///
+    /// One not in memory (restored after a restart) has its row read. It
+    /// is adopted once the daemon has answered for it.
+    pub(crate) async fn usable(&self, session_id: &str) -> Result<Usable> {
+        if self.memory.contains(session_id) {
+            return Ok(Usable::Held);
+        }
+        // Begun before the row is read: a dispose stamping it after the
+        // read still keeps the session out of memory.
+        let adoption = self.memory.begin_adopt(session_id);
+        let row = self.undisposed_row(session_id).await?;
+        tracing::debug!(%session_id, "adopting a restored session once the daemon answers for it");
+        Ok(Usable::Restored { row, adoption })
+    }
+
+    /// Adopts the session `usable` describes, if it was restored.
+    pub(crate) async fn adopt_if_restored(&self, usable: Usable) {
+        if let Usable::Restored { row, adoption } = usable {
+            self.adopt(row, adoption).await;
+        }
+    }
+
+    /// What the daemon says of one session, if it knows it.
+    pub(crate) async fn daemon_session(&self, session_id: &str) -> Result<Option<daemon::Session>> {
+        let mut client = self.daemon.clone();
+        let list = self
+            .daemon_call(
+                "listing the session",
+                client.list(self.request(daemon::ListRequest {
+                    session_ids: vec![session_id.to_owned()],
+                    ..Default::default()
+                })),
+            )
+            .await?;
+        // A daemon older than `session_ids` answers with every session.
+        Ok(list
+            .sessions
+            .into_iter()
+            .find(|session| session.session_id == session_id))
+    }
+
+    /// Whether a session may be looked at: in memory, or with a row that
+    /// is not disposed (then returned).
+    pub(crate) async fn lookable(&self, session_id: &str) -> Result<Option<SessionRow>> {
+        if self.memory.contains(session_id) {
+            return Ok(None);
+        }
+        Ok(Some(self.undisposed_row(session_id).await?))
+    }
+
+    /// The session's row, unless it is missing or disposed.
+    pub(crate) async fn undisposed_row(&self, session_id: &str) -> Result<SessionRow> {
+        let row = self
+            .store
+            .session(session_id)
+            .await?
+            .ok_or_else(|| Error::SessionNotFound(session_id.to_owned()))?;
+        if row.is_stamped() || row.status() == RowStatus::Disposed {
+            return Err(Error::SessionDisposed(session_id.to_owned()));
+        }
+        Ok(row)
+    }
+
+    /// The session of `row` as `GetSession` describes it, with what the
+    /// daemon and memory say of it now.
+    pub(crate) async fn describe(&self, row: SessionRow) -> Result<pb::Session> {
+        let now = match self.daemon_session(&row.id).await {
+            Ok(now) => now,
+            // Its row holds the whole of an ended session.
+            Err(Error::DaemonDown(_) | Error::DaemonUnavailable(_))
+                if row.status() == RowStatus::Exited =>
+            {
+                None
+            }
+            // One this process holds is as it last knew it, as lists
+            // show it while the daemon cannot be asked.
+            Err(error @ (Error::DaemonDown(_) | Error::DaemonUnavailable(_))) => {
+                match self.memory.get(&row.id) {
+                    Some(remembered) => Some(as_last_known(remembered)),
+                    None => return Err(error),
+                }
+            }
+            Err(error) => return Err(error),
+        };
+        let remembered = self.memory.title(&row.id);
+        let attached = self.memory.is_attached(&row.id);
+        Ok(session_view::describe(row, now, remembered, attached))
+    }
+
+    /// Registers a restored session in memory, with what the daemon says of
+    /// it, unless it was disposed or exited meanwhile.
+    async fn adopt(&self, row: SessionRow, adoption: Adoption) {
+        if row.status() != RowStatus::Active {
+            return;
+        }
+        let listed = self.daemon_session(&row.id).await.ok().flatten();
+        let Some(session) = listed.filter(|session| session.alive) else {
+            return;
+        };
+        let session_id = row.id.clone();
+        let registered = adoption.register(HeldSession {
+            title: pick_title(&session.title, &row.title),
+            name: row.title,
+            pid: session.pid,
+            cols: session.cols,
+            rows: session.rows,
+            created_at: store::from_micros(row.created_at),
+            attachments: 0,
+            exit: None,
+            input: Default::default(),
+            listed: row.listed,
+            workspace_id: row.workspace_id,
+            session_id: row.id,
+        });
+        if registered {
+            tracing::info!(%session_id, "adopted a restored session");
+        } else {
+            tracing::info!(%session_id, "not adopting a restored session disposed or exited meanwhile");
+        }
+    }
+
+    /// Records and starts a session (`CreateSession`), its program started
+    /// by `launch` ([`Host::spawn`] or [`Host::start`], whose second part
+    /// it returns too). When `attached`, it is registered with one
+    /// attachment, which the caller takes over with
+    /// [`HeldSessions::attachment`]: no list ever shows it detached.
+    pub(crate) async fn create<L, E>(
+        &self,
+        request: pb::CreateSessionRequest,
+        attached: bool,
+        launch: impl FnOnce(daemon::SpawnRequest) -> L,
+    ) -> Result<(pb::Session, E)>
+    where
+        L: Future<Output = Result<(daemon::Session, E)>>,
+    {
+        let (new, row, spawn) = NewSession::validate(request, attached)?;
+        // The reaper leaves the session alone until it is registered.
+        self.memory.begin_create(&new.id);
+        // Not polled, so nothing starts, until `record_and_launch` says so.
+        let launched = self.record_and_launch(row, launch(spawn)).await;
+        let (spawned, events) = match launched {
+            Ok(launched) => launched,
+            Err(error) => {
+                self.memory.finish_create(&new.id, None);
+                return Err(error);
+            }
+        };
+        let registered = self
+            .memory
+            .finish_create(&new.id, spawned.alive.then(|| new.in_memory(&spawned)));
+        if !registered {
+            // Its workspace was closed, or it was disposed (by its own
+            // program, say, which knows its id at once), while it was
+            // starting: it never becomes visible; the row's stamp makes the
+            // reaper's kill stick if this one fails.
+            self.end_unregistered(&new.id);
+            // Unread, it was most likely the close.
+            let closed = match self.store.workspace(&new.workspace_id).await {
+                Ok(Some(workspace)) => workspace.closed_at.is_some(),
+                Ok(None) | Err(_) => true,
+            };
+            return Err(if closed {
+                Error::WorkspaceClosed(new.workspace_id)
+            } else {
+                Error::SessionDisposed(new.id)
+            });
+        }
+        tracing::info!(session_id = %new.id, workspace_id = %new.workspace_id, pid = spawned.pid, listed = new.listed, attached, "session created");
+        Ok((new.into_proto(spawned), events))
+    }
+
+    /// Writes a new session's row, then starts its program: a create
+    /// refused for its workspace (closed meanwhile, by this process or
+    /// another) or for the database never runs its program, not even for a
+    /// moment. (Both at once saved 0.1–0.3 ms of a ~2 ms spawn:
+    /// BENCHMARKS.md.)
+    ///
+    /// On failure nothing is left behind: no row, and no program that may
+    /// have started.
+    pub(crate) async fn record_and_launch<L, E>(
+        &self,
+        row: SessionRow,
+        launch: L,
+    ) -> Result<(daemon::Session, E)>
+    where
+        L: Future<Output = Result<(daemon::Session, E)>>,
+    {
+        let session_id = row.id.clone();
+        self.record(row).await?;
+        match launch.await {
+            Ok(launched) => Ok(launched),
+            Err(error) => {
+                // Nothing was acknowledged, so the row goes. Without an
+                // answer the program may have started all the same: it is
+                // ended now rather than left to the reaper, without holding
+                // up the answer.
+                if error.may_have_started() {
+                    let host = self.clone();
+                    let session_id = session_id.clone();
+                    self.background
+                        .spawn(async move { host.end_if_started(&session_id).await });
+                }
+                if let Err(store_error) = self.store.delete_session(&session_id).await {
+                    tracing::error!(%session_id, %store_error, "removing the row of a failed spawn failed; the reaper will settle it");
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Closes a workspace (`CloseWorkspace`): stamps it and its sessions,
+    /// forgets them, and has the daemon kill them.
+    pub(crate) async fn close(&self, workspace_id: String) -> Result<pb::CloseWorkspaceResponse> {
+        let now = store::micros(SystemTime::now());
+        let (workspace, stamped) = self
+            .store
+            .close_workspace(&workspace_id, now)
+            .await
+            .map_err(Error::from)?
+            .ok_or_else(|| Error::WorkspaceNotFound(workspace_id.clone()))?;
+        for session_id in &stamped {
+            self.memory.remove(session_id);
+        }
+        // Stamped rows are never listed again; killing them is the reaper's
+        // job if the daemon cannot be reached now.
+        let kills = stamped.iter().map(|session_id| async move {
+            if let Err(error) = self.kill(session_id).await {
+                tracing::warn!(%session_id, %error, "kill on close failed; the reaper will retry");
+            }
+        });
+        futures_util::future::join_all(kills).await;
+        tracing::info!(%workspace_id, stamped = stamped.len(), "workspace closed");
+        Ok(pb::CloseWorkspaceResponse {
+            stamped: u32::try_from(stamped.len()).unwrap_or(u32::MAX),
+            workspace: Some(workspace_to_proto(workspace)),
+        })
+    }
+
+    /// Disposes of a session (`DisposeSession`): stamps its row, forgets
+    /// it, and has the daemon kill it.
+    pub(crate) async fn dispose(
+        &self,
+        session_id: String,
+        signal: pb::Signal,
+        grace: Duration,
+    ) -> Result<pb::DisposeSessionResponse> {
+        let sent = validate::daemon_signal(signal);
+        let now = store::micros(SystemTime::now());
+        // Stamp first: from here on it is never listed, whatever happens next.
+        let stamp = self
+            .store
+            .stamp_dispose(&session_id, now, sent.into(), grace)
+            .await
+            .map_err(Error::from)?
+            .ok_or_else(|| Error::SessionNotFound(session_id.clone()))?;
+        self.memory.remove(&session_id);
+        // Each disposal sends its own signal, as `docker kill` after a
+        // `docker stop` does: a SIGKILL need not wait out an earlier grace.
+        match self.kill_with(&session_id, sent, grace).await {
+            // The exit, when the daemon reports it, marks the row disposed.
+            Ok(_) => {}
+            Err(Error::Daemon(status)) if status.code() == tonic::Code::NotFound => {
+                let ending = store::Ending {
+                    exit_code: None,
+                    exit_signal: None,
+                    ended_at: now,
+                };
+                self.store
+                    .record_ending(&session_id, ending)
+                    .await
+                    .map_err(Error::from)?;
+            }
+            Err(error) => {
+                tracing::warn!(%session_id, %error, "kill on dispose failed; the reaper will retry");
+                // At its next pass, not once a grace that never began is over.
+                if let Err(error) = self.store.set_dispose_deadline(&session_id, now).await {
+                    tracing::warn!(%session_id, %error, "recording the failed kill failed");
+                }
+            }
+        }
+        tracing::info!(%session_id, ?signal, ?grace, "session disposed");
+        Ok(pb::DisposeSessionResponse {
+            dispose_requested_at: timestamp(store::from_micros(stamp)),
+            signal: signal.into(),
+            grace_ms: validate::grace_ms(grace),
+        })
+    }
+
+    /// Sends input to a session's terminal (`WriteInput`, `SendInput`):
+    /// on its input stream to the daemon while this process knows the
+    /// session, else as a request of its own, adopting a restored session.
+    pub(crate) async fn write(&self, session_id: &str, data: prost::bytes::Bytes) -> Result<()> {
+        validate::write_len(data.len())?;
+        if let Some(input) = self.memory.input(session_id) {
+            self.daemon_up()?;
+            return input
+                .write(&self.daemon, session_id, data, self.operation_timeout)
+                .await;
+        }
+        // Restored and not adopted yet, or forgotten (its row says whether
+        // it may still be used, the daemon's answer why not).
+        let usable = self.usable(session_id).await?;
+        let mut client = self.daemon.clone();
+        let write = self.request(daemon::WriteRequest {
+            session_id: session_id.to_owned(),
+            data,
+        });
+        self.daemon_call("write", client.write(write))
+            .await
+            .map_err(|error| ended_if_forgotten(error, &usable))?;
+        self.adopt_if_restored(usable).await;
+        Ok(())
+    }
+
+    /// Opens the daemon's attach stream of a session (for an onlooker,
+    /// a look or a watch, unpaced). Only the opening is bounded by the operation timeout; the
+    /// stream itself is not.
+    pub(crate) async fn open_stream(
+        &self,
+        session_id: &str,
+        from_offset: Option<u64>,
+        onlooker: bool,
+    ) -> Result<(DaemonEvents, Option<u64>)> {
+        let (mut client, slot) = self.streams.client();
+        let attach = daemon::AttachRequest {
+            session_id: session_id.to_owned(),
+            from_offset,
+            // A look or a watch must not hold the program up (a daemon
+            // older than the field paces it, within its patience).
+            unpaced: onlooker,
+        };
+        // Where its live output begins, from the daemon's answer.
+        let opened =
+            futures_util::TryFutureExt::map_ok(client.attach(Request::new(attach)), |response| {
+                let live_from = holdfast_api::proto::live_offset(response.metadata());
+                Response::new((response.into_inner(), live_from))
+            });
+        let (events, live_from) = self.daemon_call("attach", opened).await?;
+        Ok((slot.held_by(events).boxed(), live_from))
+    }
+
+    /// A look at a session: the events of `open` (its attach stream from
+    /// `from_offset`) up to the output written by now, and its exit if it
+    /// has exited. Nothing is registered or counted as attached: a look
+    /// changes nothing, as a list does not. The host cuts the stream
+    /// itself, at the offset the daemon lists, so any daemon serves it:
+    /// one that outlived an update included.
+    pub(crate) async fn look(
+        &self,
+        session_id: &str,
+        from_offset: Option<u64>,
+        open: impl Future<Output = Result<DaemonEvents>>,
+    ) -> Result<DaemonEvents> {
+        let (row, listed, events) = tokio::join!(
+            self.lookable(session_id),
+            self.daemon_session(session_id),
+            open
+        );
+        let row = row?;
+        let events = match events {
+            Ok(events) => events,
+            Err(error) => return or_the_recorded_exit(error, row.as_ref()),
+        };
+        // Not listed though its stream opened: forgotten in between, which
+        // only an exited session is; its stream ends with the exit.
+        let Some(listed) = listed? else {
+            return Ok(events);
+        };
+        let end = listed.output_offset;
+        Ok(if !listed.alive {
+            // Its output is all there: the stream ends with the exit.
+            events
+        } else if from_offset.map_or(end == 0, |from| from >= end) {
+            futures_util::stream::empty().boxed()
+        } else {
+            output_until(events, end).boxed()
+        })
+    }
+
+    /// Relays a daemon attach stream as the host's, for as long as it is
+    /// open holding `client`'s attachment (`None` for an onlooker).
+    pub(crate) fn relay<S>(
+        &self,
+        session_id: String,
+        events: S,
+        client: Option<ClientAttachment>,
+    ) -> impl Stream<Item = Result<pb::AttachSessionResponse, Status>> + Send + use<S>
+    where
+        S: Stream<Item = Result<daemon::AttachResponse, Status>> + Send + 'static,
+    {
+        let memory = Arc::clone(&self.memory);
+        events.map(move |event| {
+            // The attachment lives as long as the stream.
+            let _attached = &client;
+            let event = event.map_err(|status| Status::from(Error::from_daemon(status)))?;
+            Ok(event_to_proto(&memory, &session_id, event))
+        })
+    }
+
+    /// Runs `work` on a task of its own, to its end, even should the
+    /// request that asked for it be dropped on the way.
+    ///
+    /// Its client may be gone, or its deadline passed. A create, a dispose
+    /// or a close then finishes what it began (a row written, a program
+    /// started, sessions forgotten) instead of leaving it half done: a
+    /// creation the reaper would wait on forever, a stamped session still
+    /// listed. Shutdown waits for it too.
+    pub(crate) async fn to_completion<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T>> + Send + 'static,
+    ) -> Result<T, Status> {
+        match self.background.spawn(work).await {
+            Ok(done) => done.map_err(Status::from),
+            Err(failed) => Err(Refusal::new(
+                Code::Internal,
+                Reason::InternalFailure,
+                format!("the operation failed: {failed}"),
+            )
+            .into()),
+        }
+    }
+}
+
+/// `time` as a protobuf timestamp.
+pub(crate) fn timestamp(time: SystemTime) -> Option<prost_types::Timestamp> {
+    Some(time.into())
+}
+
+/// A workspace row as the API shows it.
+pub(crate) fn workspace_to_proto(row: WorkspaceRow) -> pb::Workspace {
+    pb::Workspace {
+        workspace_id: row.id,
+        name: row.name,
+        created_at: timestamp(store::from_micros(row.created_at)),
+        closed_at: row.closed_at.map(|at| store::from_micros(at).into()),
+    }
+}
+
+/// A session as this process last knew it, in the daemon's terms.
+fn as_last_known(remembered: HeldSession) -> daemon::Session {
+    let (exit_code, signal) = remembered.exit.unwrap_or_default();
+    daemon::Session {
+        alive: remembered.exit.is_none(),
+        exit_code,
+        signal,
+        pid: remembered.pid,
+        cols: remembered.cols,
+        rows: remembered.rows,
+        title: remembered.title,
+        session_id: remembered.session_id,
+        ..Default::default()
+    }
+}
+
+/// Whether `error` is the daemon not knowing a session whose row says it
+/// exited: forgotten past its retention, or its daemon died.
+fn is_forgotten_end(error: &Error, row: &SessionRow) -> bool {
+    matches!(error, Error::Daemon(status) if status.code() == tonic::Code::NotFound)
+        && row.status() == RowStatus::Exited
+}
+
+/// A write or resize refused by the daemon as `error`: for a session whose
+/// row says it exited, that is why (as the daemon says of an exited
+/// session it still holds), not that there is no such session.
+pub(crate) fn ended_if_forgotten(error: Error, usable: &Usable) -> Error {
+    match usable.row() {
+        Some(row) if is_forgotten_end(&error, row) => Error::SessionExited(row.id.clone()),
+        _ => error,
+    }
+}
+
+/// An attach stream that failed to open as `error`: for a session whose
+/// row says it exited and that the daemon forgot, its output is gone, and
+/// the stream is its exit, as its row recorded it.
+pub(crate) fn or_the_recorded_exit(error: Error, row: Option<&SessionRow>) -> Result<DaemonEvents> {
+    let Some(row) = row.filter(|row| is_forgotten_end(&error, row)) else {
+        return Err(error);
+    };
+    let exited = daemon::AttachResponse {
+        event: Some(daemon::attach_response::Event::Exited(daemon::Exited {
+            exit_code: row.exit_code,
+            signal: row.exit_signal,
+        })),
+    };
+    Ok(futures_util::stream::once(std::future::ready(Ok(exited))).boxed())
+}
+
+/// An attached client's hold on its session while its stream is open: the
+/// session counts as attached (in memory) and the size its client sets is
+/// its own. Once dropped, if the session still has that size, it goes
+/// back to the size of a client still attached (see `client_sizes`).
+pub(crate) struct ClientAttachment {
+    _counted: AttachGuard,
+    host: Host,
+    session_id: String,
+    pub(crate) attachment: AttachToken,
+}
+
+impl Drop for ClientAttachment {
+    fn drop(&mut self) {
+        let sizes = &self.host.sizes;
+        if sizes.detach(&self.session_id, self.attachment).is_some() {
+            self.host
+                .apply_size_soon(std::mem::take(&mut self.session_id));
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! One session as `GetSession` describes it: its row (what it was started
+//! with, and its end once recorded) joined with what the daemon says of it
+//! now, which is fresher while it knows the session.
+
+use holdfast_api::proto::daemon::v1 as daemon;
+use holdfast_api::proto::host::v1 as pb;
+
+use crate::sessions::live_sessions::pick_title;
+use crate::store::{self, SessionRow};
+
+/// The session of `row`, as the daemon reports it (`None`: it no longer
+/// knows it: forgotten after its exit, lost with a daemon that died, or
+/// the daemon is down and the row holds its end), with the title and
+/// `attached` this process's memory holds of it, as lists show them.
+pub fn describe(
+    row: SessionRow,
+    now: Option<daemon::Session>,
+    remembered_title: Option<String>,
+    attached: bool,
+) -> pb::Session {
+    let argv = serde_json::from_str(&row.argv).unwrap_or_default();
+    let created_at = Some(store::from_micros(row.created_at).into());
+    // Times to the microsecond, as rows keep them, so that a session's
+    // end reads the same before and after the daemon forgets it.
+    let to_micros = |at: std::time::SystemTime| store::from_micros(store::micros(at)).into();
+    let recorded_end = row.ended_at.map(|at| store::from_micros(at).into());
+    let known = remembered_title.unwrap_or_else(|| row.title.clone());
+    let Some(now) = now else {
+        return pb::Session {
+            session_id: row.id,
+            workspace_id: row.workspace_id,
+            title: known,
+            name: row.title,
+            attached,
+            alive: false,
+            exit_code: row.exit_code,
+            signal: row.exit_signal,
+            created_at,
+            argv,
+            cwd: row.cwd,
+            ended_at: recorded_end,
+            ..Default::default()
+        };
+    };
+    pb::Session {
+        session_id: row.id,
+        workspace_id: row.workspace_id,
+        title: pick_title(&now.title, &known),
+        name: row.title,
+        attached,
+        alive: now.alive,
+        exit_code: now.exit_code,
+        signal: now.signal,
+        pid: now.pid,
+        cols: now.cols,
+        rows: now.rows,
+        created_at,
+        output_offset: now.output_offset,
+        argv,
+        cwd: row.cwd,
+        ended_at: if now.alive {
+            None
+        } else {
+            recorded_end.or_else(|| {
+                now.exited_at
+                    .and_then(|at| std::time::SystemTime::try_from(at).ok())
+                    .map(to_micros)
+            })
+        },
+    }
+}

@@ -1,0 +1,16 @@
+//! The settings that shape every session the daemon starts.
+
+use std::time::Duration;
+
+/// Settings that shape every session.
+#[derive(Debug, Clone)]
+pub struct SessionSettings {
+    /// Scrollback ring size per session, in bytes.
+    pub scrollback_bytes: usize,
+    /// How long an exited session stays listed.
+    pub exit_retention: Duration,
+    /// How long reading a terminal waits for an attacher over half the
+    /// scrollback behind to read half a scrollback more, before reading on
+    /// without it.
+    pub attacher_patience: Duration,
+}
