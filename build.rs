@@ -1,6 +1,7 @@
-//! Compiles `proto/` with protox (pure Rust, no system `protoc`) into tonic
-//! and prost code, and writes the encoded descriptor set that the reflection
-//! services serve.
+//! Compiles `proto/` into tonic and prost code.
+//!
+//! It uses protox (pure Rust, no system `protoc`). It also writes the encoded
+//! descriptor set that the reflection services serve.
 
 use std::path::PathBuf;
 

@@ -1,7 +1,9 @@
-//! Generates the host-service's own copy of its server traits. Every message
-//! is the `holdfast-api` crate's generated type except `ListSessionsResponse`,
-//! which is the host's `listing::ListSessionsResponse`: wire-identical, but
-//! assembled from each session's encoding kept ready (see `listing.rs`).
+//! Generates the host-service's own copy of its server traits.
+//!
+//! Every message is the `holdfast-api` crate's generated type except
+//! `ListSessionsResponse`. That one is the host's
+//! `grpc::listing::ListSessionsResponse`. It is wire-identical, but assembled
+//! from each session's encoding kept ready (see `grpc/listing.rs`).
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=../proto");

@@ -1,7 +1,9 @@
-//! Generates the daemon's own copy of the `PtyDaemon` server trait. Every
-//! message is the `holdfast-api` crate's generated type except `ListResponse`,
-//! which is the daemon's `listing::ListResponse`: wire-identical, but
-//! assembled from each session's encoding kept ready (see `listing.rs`).
+//! Generates the daemon's own copy of the `PtyDaemon` server trait.
+//!
+//! Every message is the `holdfast-api` crate's generated type except
+//! `ListResponse`. That one is the daemon's `listing::ListResponse`. It is
+//! wire-identical, but assembled from each session's encoding kept ready (see
+//! `listing.rs`).
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=../proto");

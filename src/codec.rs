@@ -1,18 +1,19 @@
-//! The gRPC codec of every holdfast client and server: tonic's prost codec,
-//! except that a message is decoded from one contiguous slice and encoded
-//! into a buffer grown once to its size.
+//! The gRPC codec of every holdfast client and server.
+//!
+//! It is tonic's prost codec, except in two ways. A message is decoded from
+//! one contiguous slice. It is encoded into a buffer grown once to its size.
 //!
 //! tonic hands a decoder the whole message in one buffer, but as a generic
-//! `Buf` (`DecodeBuf` over a `BytesMut`), and prost decodes through a
-//! generic `Buf` much more slowly than from `&[u8]`: a daemon `List` of
-//! 1,000 sessions (85 KB) took 320 µs that way against 215 µs from the slice
-//! (see BENCHMARKS.md). The one thing the slice gives up is sharing: a
-//! `bytes` field is copied out of the receive buffer instead of referring to
-//! it, one memcpy of what is at most a 64 KiB output chunk.
+//! `Buf` (`DecodeBuf` over a `BytesMut`). prost decodes through a generic
+//! `Buf` much more slowly than from `&[u8]`. A daemon `List` of 1,000
+//! sessions (85 KB) took 320 µs that way against 215 µs from the slice (see
+//! BENCHMARKS.md). The one thing the slice gives up is sharing. A `bytes`
+//! field is copied out of the receive buffer instead of referring to it.
+//! That is one memcpy of what is at most a 64 KiB output chunk.
 //!
 //! tonic's encode buffer starts at 8 KiB and doubles as a message is written
-//! into it, copying what it holds each time; a list of 1,000 sessions grew
-//! it four times. The encoder reserves the message's size first.
+//! into it. It copies what it holds each time. A list of 1,000 sessions
+//! grows it four times. The encoder reserves the message's size first.
 
 use std::marker::PhantomData;
 
@@ -23,8 +24,9 @@ use tonic::{Code, Status};
 
 use crate::error_details::{Reason, Refusal};
 
-/// A prost [`Codec`] that decodes from a slice; named by the generated code
-/// in place of `tonic_prost::ProstCodec`.
+/// A prost [`Codec`] that decodes from a slice.
+///
+/// The generated code names it in place of `tonic_prost::ProstCodec`.
 #[derive(Debug, Clone)]
 pub struct SliceCodec<T, U> {
     _messages: PhantomData<(T, U)>,
@@ -72,7 +74,7 @@ impl<T: Message> Encoder for SizedEncoder<T> {
     type Error = Status;
 
     fn encode(&mut self, item: T, buf: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        // What `Message::encode` does, with room made first: it computes
+        // What `Message::encode` does, with room made first. It computes
         // the length anyway, and a `BytesMut` never lacks room.
         buf.reserve(item.encoded_len());
         item.encode_raw(buf);
@@ -97,11 +99,11 @@ impl<U: Message + Default> Decoder for SliceDecoder<U> {
             buf.advance(len);
             decoded
         } else {
-            // Not one slice after all (tonic's buffer is one today): decode
+            // Not one slice after all (tonic's buffer is one). Decode
             // through the buffer, as tonic's own codec does.
             U::decode(buf)
         };
-        // As tonic's codec answers: INTERNAL, per gRPC's status code guide.
+        // INTERNAL, as tonic's codec answers, per gRPC's status code guide.
         decoded.map(Some).map_err(|error| {
             Refusal::new(Code::Internal, Reason::MalformedMessage, error.to_string()).into()
         })

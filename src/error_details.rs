@@ -1,13 +1,17 @@
-//! Machine-readable refusals: the gRPC richer error model, as Google's
-//! AIP-193 lays it out. Besides its code and message, every refusal the
-//! services make themselves (not gRPC's own, such as `UNIMPLEMENTED`)
-//! carries a `google.rpc.ErrorInfo` in the `holdfast` domain
-//! whose `reason` names what went wrong ([`Reason`]) and whose metadata
-//! names what it concerns (`sessionId`, `workspaceId`, ...); a request
-//! field that is missing or malformed also gets a `google.rpc.BadRequest`
-//! naming the field. Clients in any language branch on the reason instead
-//! of parsing messages, and grpcurl prints both (the servers' reflection
-//! knows the types).
+//! Machine-readable refusals.
+//!
+//! They follow the gRPC richer error model, as Google's AIP-193 lays it out.
+//! Every refusal the services make themselves carries a
+//! `google.rpc.ErrorInfo` in the `holdfast` domain, besides its code and
+//! message. gRPC's own refusals, such as `UNIMPLEMENTED`, do not. The
+//! `reason` names what went wrong ([`Reason`]). The metadata names what it
+//! concerns (`sessionId`, `workspaceId`, ...). A request field that is
+//! missing or malformed also gets a `google.rpc.BadRequest` naming the
+//! field.
+//!
+//! Clients in any language branch on the reason instead of parsing
+//! messages. grpcurl prints both, since the servers' reflection knows the
+//! types.
 
 use std::collections::HashMap;
 
@@ -17,17 +21,20 @@ use tonic_types::{ErrorDetails, StatusExt};
 /// `ErrorInfo.domain` of every reason here.
 pub const DOMAIN: &str = "holdfast";
 
-/// Longest metadata value sent, in bytes (an id is 36; a longer program
-/// or directory is cut, ending in "…").
+/// Longest metadata value sent, in bytes.
+///
+/// An id is 36. A longer program or directory is cut, ending in "…".
 pub const MAX_METADATA_VALUE_BYTES: usize = 256;
 
-/// Why a request was refused: `ErrorInfo.reason`, spelt as the value's
-/// name in `holdfast.errors.v1.ErrorReason` ([`Reason::as_str_name`]),
-/// where each is documented.
+/// Why a request was refused: `ErrorInfo.reason`.
+///
+/// It is spelt as the value's name in `holdfast.errors.v1.ErrorReason`
+/// ([`Reason::as_str_name`]). Each is documented there.
 pub use crate::proto::errors::v1::ErrorReason as Reason;
 
-/// A request field that is missing, malformed or out of range: the
-/// services' `InvalidArgument` errors.
+/// A request field that is missing, malformed or out of range.
+///
+/// These are the services' `InvalidArgument` errors.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct BadField {
@@ -56,8 +63,9 @@ impl BadField {
     }
 }
 
-/// A refusal about to become a [`Status`]: its code, message and reason,
-/// and what else it names.
+/// A refusal about to become a [`Status`].
+///
+/// It holds its code, message and reason, and what else it names.
 #[derive(Debug)]
 pub struct Refusal {
     code: Code,
@@ -93,8 +101,10 @@ impl Refusal {
         }
     }
 
-    /// Names what the refusal concerns: `key` (lowerCamelCase) is `value`
-    /// (cut to [`MAX_METADATA_VALUE_BYTES`]: it travels in a header).
+    /// Names what the refusal concerns: `key` (lowerCamelCase) is `value`.
+    ///
+    /// `value` is cut to [`MAX_METADATA_VALUE_BYTES`], since it travels in a
+    /// header.
     pub fn about(mut self, key: &str, value: impl ToString) -> Self {
         let value = crate::status_text::cut_to(value.to_string(), MAX_METADATA_VALUE_BYTES);
         self.metadata.insert(key.to_owned(), value);

@@ -1,4 +1,7 @@
 //! Code generated from `proto/` by `build.rs`.
+//!
+//! Beside it are the metadata keys and the environment variable that the
+//! services and their clients share.
 
 /// The encoded `FileDescriptorSet` of every holdfast proto, for reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] =
@@ -22,20 +25,25 @@ pub mod errors {
     }
 }
 
-/// Response metadata of an `AttachSession` that honours `until_now`: a
-/// host-service older than the field follows the session instead, and a
-/// client that asked for a look can tell.
+/// Response metadata of an `AttachSession` that honours `until_now`.
+///
+/// A host-service older than the field follows the session instead. With
+/// this, a client that asked for a look can tell.
 pub const LOOK_METADATA: &str = "holdfast-until-now";
 
 /// Response metadata of an `AttachSession` or `StartSession` stream that
-/// counts as attached: the token that names it in the `attachment` field
-/// of `ResizeSession`, `WriteInput` and `SendInput` requests, so its
-/// client's size and keys are known as its own (see
-/// `host-service/src/client_sizes.rs`).
+/// counts as attached.
+///
+/// It is the token that names the stream in the `attachment` field of
+/// `ResizeSession`, `WriteInput` and `SendInput` requests. So its client's
+/// size and keys are known as its own (see
+/// `host-service/src/sessions/client_sizes.rs`).
 pub const ATTACHMENT_METADATA: &str = "holdfast-attachment";
 
-/// `ATTACHMENT_METADATA` of a response; empty if it carries none (a
-/// host-service older than it, or a stream that names no client).
+/// `ATTACHMENT_METADATA` of a response.
+///
+/// It is empty if the response carries none: from a host-service older than
+/// it, or on a stream that names no client.
 pub fn attachment_token(metadata: &tonic::metadata::MetadataMap) -> String {
     metadata
         .get(ATTACHMENT_METADATA)
@@ -44,14 +52,16 @@ pub fn attachment_token(metadata: &tonic::metadata::MetadataMap) -> String {
         .to_owned()
 }
 
-/// Response metadata of every attach stream that follows its session (the
-/// daemon's `Attach` and `Start`, the host's `AttachSession` and
-/// `StartSession`): the session's output offset when the stream opened.
-/// What was written before it was written before this client was there:
-/// a terminal that shows it must not answer the queries in it (a device
-/// attributes or cursor position request, `ESC [ c`, `ESC [ 6 n`), whose
-/// program has long stopped waiting, or the answers arrive as typed keys.
-/// Output from it on is live. Absent from services older than it.
+/// Response metadata of every attach stream that follows its session.
+///
+/// These streams are the daemon's `Attach` and `Start`, and the host's
+/// `AttachSession` and `StartSession`. The value is the session's output
+/// offset when the stream opened. What was written before it was written
+/// before this client was there. A terminal that shows it must not answer
+/// the queries in it, such as a device attributes or cursor position
+/// request (`ESC [ c`, `ESC [ 6 n`). Their program has long stopped
+/// waiting, so the answers would arrive as typed keys. Output from the
+/// offset on is live. The metadata is absent from services older than it.
 pub const LIVE_OFFSET_METADATA: &str = "holdfast-live-offset";
 
 /// `LIVE_OFFSET_METADATA` of a response, if it carries one.
@@ -79,9 +89,10 @@ pub fn with_live_offset<T>(
     response
 }
 
-/// The environment variable that names the session a program runs in: the
-/// host-service sets it at every spawn (over any value a client names), as
-/// tmux sets `TMUX`, so that `holdfast attach` run in a session does not
+/// The environment variable that names the session a program runs in.
+///
+/// The host-service sets it at every spawn, over any value a client names,
+/// as tmux sets `TMUX`. So `holdfast attach` run in a session does not
 /// attach that very session to itself.
 pub const SESSION_ID_VARIABLE: &str = "HOLDFAST_SESSION_ID";
 

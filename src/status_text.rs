@@ -1,25 +1,32 @@
-//! Error messages bound for a gRPC status. The message travels in a
-//! response header (`grpc-message`); one that echoes a huge request field
-//! would exceed the client's header limit and tear down its connection
-//! instead of telling it what was wrong.
+//! Error messages bound for a gRPC status.
+//!
+//! The message travels in a response header (`grpc-message`). One that
+//! echoes a huge request field would exceed the client's header limit. It
+//! would tear down the client's connection instead of telling it what was
+//! wrong.
 
-/// Longest message sent, in bytes. It travels twice: in `grpc-message`
-/// (percent-encoded: up to 3× for text that is not ASCII) and in the
-/// details (`grpc-status-details-bin`, base64: 4/3×), once more as a bad
-/// field's description (see `error_details`). At 512 bytes a refusal's
-/// trailers stay under 4 KiB, half the soft limit of gRPC's C-core clients
-/// (Python's among them), as 1 KiB in `grpc-message` alone did before
-/// details.
+/// Longest message sent, in bytes.
+///
+/// It travels twice. It goes in `grpc-message`, percent-encoded: up to 3×
+/// for text that is not ASCII. It goes in the details too
+/// (`grpc-status-details-bin`, base64: 4/3×), once more as a bad field's
+/// description (see `error_details`). At 512 bytes a refusal's trailers stay
+/// under 4 KiB, half the soft limit of gRPC's C-core clients (Python's among
+/// them). 1 KiB in `grpc-message` alone, without details, stays under it
+/// too.
 pub const MAX_STATUS_MESSAGE_BYTES: usize = 512;
 
 /// `message`, cut at a character boundary to at most
-/// [`MAX_STATUS_MESSAGE_BYTES`] (with "…" when cut).
+/// [`MAX_STATUS_MESSAGE_BYTES`].
+///
+/// It ends with "…" when cut.
 pub fn bounded(message: String) -> String {
     cut_to(message, MAX_STATUS_MESSAGE_BYTES)
 }
 
-/// `text`, cut at a character boundary to at most `max` bytes, with "…"
-/// when cut (when `max` has room for it).
+/// `text`, cut at a character boundary to at most `max` bytes.
+///
+/// It ends with "…" when cut, if `max` has room for it.
 pub fn cut_to(mut text: String, max: usize) -> String {
     if text.len() > max {
         let ellipsis = if max >= '…'.len_utf8() { "…" } else { "" };

@@ -1,5 +1,6 @@
-//! Bad input to the daemon gets a precise status and a clear message, and
-//! the daemon keeps serving.
+//! Bad input to the daemon gets a precise status and a clear message.
+//!
+//! The daemon keeps serving afterwards.
 
 mod support;
 

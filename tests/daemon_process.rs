@@ -1,5 +1,7 @@
-//! The daemon as a process: detaching, one daemon per socket, stale
-//! sockets, permissions, other users, graceful stop, health and reflection.
+//! The daemon as a process.
+//!
+//! These cover detaching, one daemon per socket, stale sockets, permissions,
+//! other users, graceful stop, health and reflection.
 
 mod support;
 

@@ -1,5 +1,7 @@
-//! The daemon's session API end to end: real PTYs, real processes, the real
-//! binary over its unix socket.
+//! The daemon's session API end to end.
+//!
+//! They use real PTYs, real processes, and the real binary over its unix
+//! socket.
 
 mod support;
 

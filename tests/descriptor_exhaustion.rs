@@ -1,6 +1,7 @@
-//! A service out of file descriptors idles until one frees, then accepts
-//! again. A listener that cannot accept stays readable, and retrying at once
-//! (as tonic's own accept loop does) spun a CPU for as long as it lasted.
+//! A service out of file descriptors idles until one frees, then accepts again.
+//!
+//! A listener that cannot accept stays readable. Retrying at once (as tonic's
+//! own accept loop does) spins a CPU for as long as that lasts.
 
 mod support;
 

@@ -1,7 +1,9 @@
-//! Who may call the host API: without a token only requests addressed to
-//! this machine (no DNS rebinding); with one, only requests that carry it;
-//! off loopback, never without one. The token never reaches logs, the
-//! daemon or the sessions.
+//! Who may call the host API.
+//!
+//! Without a token, only requests addressed to this machine may call it (no
+//! DNS rebinding). With a token, only requests that carry it may. Off
+//! loopback, the host-service never runs without a token. The token never
+//! reaches logs, the daemon or the sessions.
 
 mod support;
 

@@ -1,5 +1,7 @@
-//! The host API end to end: workspaces, disposal, bad input, the reaper,
-//! grpc-web and health, against the real host-service and daemon.
+//! The host API end to end, against the real host-service and daemon.
+//!
+//! These cover workspaces, disposal, bad input, the reaper, grpc-web and
+//! health.
 
 mod support;
 

@@ -1,7 +1,9 @@
-//! The derived list's invariants under random interleavings, against the
-//! real host-service and daemon: creates (listed and hidden), disposals,
-//! workspace closes, host-service restarts, programs exiting on their own,
-//! attaches and detaches. After every step, for each workspace:
+//! The derived list's invariants under random interleavings.
+//!
+//! They run against the real host-service and daemon. The steps are creates
+//! (listed and hidden), disposals, workspace closes, host-service restarts,
+//! programs exiting on their own, attaches and detaches. After every step,
+//! for each workspace:
 //!
 //! - no disposed, stamped (closed workspace), hidden or exited session is
 //!   listed;

@@ -1,6 +1,8 @@
-//! The mission: background sessions stay listed across host-service
-//! restarts, answered from the daemon and the database on the first query.
-//! Real host-service, which launches the real daemon, over real sockets.
+//! The mission: background sessions stay listed across host-service restarts.
+//!
+//! The first query is answered from the daemon and the database. The tests
+//! run the real host-service, which launches the real daemon, over real
+//! sockets.
 
 mod support;
 

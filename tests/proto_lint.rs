@@ -1,5 +1,7 @@
-//! `buf lint` over proto/ (rules in buf.yaml). CI installs buf and points
-//! HOLDFAST_BUF at it; elsewhere a `buf` on PATH is used.
+//! `buf lint` over proto/ (rules in buf.yaml).
+//!
+//! CI installs buf and points HOLDFAST_BUF at it. Elsewhere a `buf` on PATH is
+//! used.
 
 use std::process::Command;
 

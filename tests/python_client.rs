@@ -1,6 +1,8 @@
 //! The Python example (clients/python) against the real host-service.
-//! CI makes a virtual environment with grpcio, grpcio-tools and
-//! grpcio-status and points HOLDFAST_PYTHON at its python; elsewhere the test says how and skips.
+//!
+//! CI makes a virtual environment with grpcio, grpcio-tools and grpcio-status.
+//! It points HOLDFAST_PYTHON at that environment's python. Elsewhere the test
+//! says how and skips.
 
 mod support;
 

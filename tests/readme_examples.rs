@@ -1,8 +1,9 @@
-//! The README's grpcurl and buf curl examples, run exactly as written
-//! against the real host-service and its daemon. Each example is the `sh`
-//! block after a `<!-- run by tests/readme_examples.rs … : NAME -->` line.
-//! CI installs grpcurl and buf and names them in HOLDFAST_GRPCURL and
-//! HOLDFAST_BUF; elsewhere the test says how and skips.
+//! The README's grpcurl and buf curl examples, run exactly as written.
+//!
+//! They run against the real host-service and its daemon. Each example is the
+//! `sh` block after a `<!-- run by tests/readme_examples.rs … : NAME -->`
+//! line. CI installs grpcurl and buf and names them in HOLDFAST_GRPCURL and
+//! HOLDFAST_BUF. Elsewhere the test says how and skips.
 
 mod support;
 

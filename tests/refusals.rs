@@ -1,8 +1,10 @@
-//! Refusals say why in terms a program can act on: a reason
-//! (`google.rpc.ErrorInfo` in the `holdfast` domain) naming what it
-//! concerns, and for bad input the field (`google.rpc.BadRequest`), as
-//! paths in the request that was sent, whichever service found the fault.
-//! Every `expect_status` checks that a reason is there; these check which.
+//! Refusals say why in terms a program can act on.
+//!
+//! Each carries a reason (`google.rpc.ErrorInfo` in the `holdfast` domain)
+//! naming what it concerns. For bad input it also names the field
+//! (`google.rpc.BadRequest`), as paths in the request that was sent. This
+//! holds whichever service found the fault. Every `expect_status` checks that
+//! a reason is there; these check which.
 
 mod support;
 

@@ -1,7 +1,8 @@
-//! The browser page (clients/web) in headless Chromium against the real
-//! host-service, over grpc-web. CI installs Debian's chromium and the page's
-//! npm packages and sets HOLDFAST_CHROMIUM; elsewhere the test says how and
-//! skips.
+//! The browser page (clients/web) in headless Chromium.
+//!
+//! It runs against the real host-service, over grpc-web. CI installs
+//! Debian's chromium and the page's npm packages, and sets
+//! HOLDFAST_CHROMIUM. Elsewhere the test says how and skips.
 
 mod support;
 

@@ -1,5 +1,7 @@
-//! The raw-PTY floor: a program on a PTY this process opens, read and
-//! written in-process with blocking calls, nothing in between.
+//! The raw-PTY floor.
+//!
+//! A program runs on a PTY this process opens. It is read and written
+//! in-process with blocking calls, with nothing in between.
 
 use std::io::{Read, Write};
 

@@ -1,7 +1,8 @@
-//! holdfast-bench: holdfast measured beside tmux and the raw-PTY floor, one
-//! run per scenario, each scenario measuring all of them in the same run.
-//! Prints a table and writes JSON. Method and latest figures:
-//! BENCHMARKS.md.
+//! holdfast-bench: holdfast measured beside tmux and the raw-PTY floor.
+//!
+//! It makes one run per scenario, and each scenario measures all of them in
+//! the same run. It prints a table and writes JSON. BENCHMARKS.md holds the
+//! method and the latest figures.
 //!
 //!   cargo run --release -p holdfast-bench [-- --quick] [--only spawn,echo]
 

@@ -1,5 +1,7 @@
-//! Results: one row per subject measured, printed as a table and written as
-//! JSON, with each holdfast row's ratio to the scenario's floor and peer.
+//! Results: one row per subject measured.
+//!
+//! The rows are printed as a table and written as JSON. Each holdfast row
+//! carries its ratio to the scenario's floor and peer.
 
 use std::time::Duration;
 

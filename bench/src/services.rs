@@ -1,5 +1,7 @@
-//! The real binaries, started in temp dirs: a host-service (which launches
-//! its daemon) or a daemon alone, and clients over their real sockets.
+//! The real binaries, started in temp dirs.
+//!
+//! It starts a host-service (which launches its daemon) or a daemon alone.
+//! Clients talk to them over their real sockets.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -1,5 +1,7 @@
-//! The peer: a private tmux server, its commands run as processes, and a
-//! control-mode client (`tmux -C`) that speaks the line protocol.
+//! The peer: a private tmux server.
+//!
+//! Its commands run as processes. A control-mode client (`tmux -C`) speaks
+//! the line protocol.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;

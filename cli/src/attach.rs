@@ -1,10 +1,13 @@
-//! `holdfast attach`: a terminal client like `tmux attach`. Raw mode,
-//! scrollback replayed first, then live output; keystrokes go to the
-//! session; the window size follows SIGWINCH; Ctrl-] detaches and leaves
-//! the session running. The terminal is restored on every way out. When
-//! the host-service goes away under it (an update, a crash), it attaches
-//! again from where the output stopped once the host-service is back: the
-//! session runs on under the daemon meanwhile.
+//! `holdfast attach`: a terminal client like `tmux attach`.
+//!
+//! The terminal goes into raw mode. The scrollback is replayed first, then
+//! live output. Keystrokes go to the session. The window size follows
+//! SIGWINCH. Ctrl-] detaches and leaves the session running. The terminal
+//! is restored on every way out.
+//!
+//! The host-service may go away under it, in an update or a crash. The
+//! session runs on under the daemon meanwhile. Once the host-service is
+//! back, this attaches again from where the output stopped.
 
 use std::io::{IsTerminal, Write};
 use std::pin::Pin;
@@ -31,8 +34,8 @@ impl DetachKey {
     /// Parses `^X` (a control key: `^` and a letter or one of `@[\]^_`)
     /// or `none`.
     pub fn parse(text: &str) -> Result<Self, String> {
-        // `HOLDFAST_DETACH_KEY=` set empty, as unset: the default, not an
-        // error in every command.
+        // `HOLDFAST_DETACH_KEY=` set empty counts as unset. It gives the
+        // default, not an error in every command.
         if text.is_empty() {
             return Ok(Self(Some(0x1d)));
         }
@@ -51,8 +54,10 @@ impl DetachKey {
     }
 }
 
-/// How long a lost attachment is tried again before giving up: well over
-/// what a host-service takes to start again after an update or a crash.
+/// How long a lost attachment is tried again before giving up.
+///
+/// It is well over what a host-service takes to start again after an
+/// update or a crash.
 pub const REATTACH_PATIENCE: Duration = Duration::from_secs(30);
 
 /// The longest pause between two tries.
@@ -88,9 +93,10 @@ impl Drop for RawMode {
     }
 }
 
-/// This terminal while a session is shown on it: on every way out (return,
-/// error or panic) the modes the session's program switched on are
-/// switched off, then raw mode is left.
+/// This terminal while a session is shown on it.
+///
+/// On every way out (return, error or panic), the modes the session's
+/// program switched on are switched off. Then raw mode is left.
 struct Screen {
     raw: Option<RawMode>,
     modes: TerminalModes,
@@ -125,8 +131,9 @@ enum Ending {
     Lost(tonic::Status),
 }
 
-/// Attaches to `session_id` until it exits or the user detaches; returns
-/// the exit status for the process.
+/// Attaches to `session_id` until it exits or the user detaches.
+///
+/// It returns the exit status for the process.
 pub async fn attach(
     clients: &mut Clients,
     session_id: String,
@@ -147,7 +154,7 @@ pub async fn attach(
     let stream = answer.into_inner();
     let raw = RawMode::enter()?;
     if raw.is_some() {
-        // The replay may begin mid-screen: a full-screen program draws
+        // The replay may begin mid-screen. A full-screen program draws
         // its screen again after it, as under tmux attach.
         resize_to_terminal(clients, &session_id, &attachment, true).await;
     }
@@ -225,15 +232,17 @@ pub async fn start(
         )
         .await
     };
-    // It runs on whatever went wrong here: say which one it is.
+    // It runs on whatever went wrong here, so say which one it is.
     shown.await.with_context(|| {
         format!("session {session_id} keeps running; `holdfast attach {session_id}` shows it")
     })
 }
 
-/// Shows `events` on this terminal and sends it keystrokes until the
-/// session exits or the user detaches. `opened` is what the stream's
-/// answer said: its attachment's token, and where its history ends.
+/// Shows `events` on this terminal and sends it keystrokes.
+///
+/// It goes on until the session exits or the user detaches. `opened` is
+/// what the stream's answer said: its attachment's token, and where its
+/// history ends.
 async fn relay(
     clients: &mut Clients,
     session_id: String,
@@ -243,7 +252,7 @@ async fn relay(
     mut window_changes: Signal,
     events: impl Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>> + Send + 'static,
 ) -> anyhow::Result<u8> {
-    // Input that is not a terminal is data, sent whole: a byte that
+    // Input that is not a terminal is data, sent whole. A byte that
     // happens to be the detach key is no key.
     let (detach_key, input_end) = if raw.is_some() {
         (input.detach_key, InputEnd::Kept)
@@ -297,17 +306,17 @@ async fn relay(
                     Some(Err(status)) => status.message().to_owned(),
                     None => "the host-service ended the stream".to_owned(),
                 };
-                // The host-service went away (an update, a crash): the
+                // The host-service went away (an update, a crash). The
                 // session runs on under the daemon.
                 tracing::debug!(%lost, "attaching again");
-                // From the first byte not shown: held back, a sequence is
+                // From the first byte not shown. A sequence held back is
                 // read again whole.
                 let from = shown_to.map(|to| to - history.held_back());
                 match reattach(clients, &session_id, from, &mut keyboard, &mut ends).await? {
                     Reattached::Events(events, token) => {
                         stream = events;
                         attachment = token;
-                        // This terminal was here all along: what the
+                        // This terminal was here all along. What the
                         // program wrote meanwhile is live to it.
                         history = History::new(None);
                         typing = Typing::new(attachment.clone());
@@ -389,10 +398,12 @@ pub fn is_verdict(status: &tonic::Status) -> bool {
     )
 }
 
-/// Whether a refusal is the program not reading its input (`INPUT_FULL`;
-/// from an older host-service, `RESOURCE_EXHAUSTED` without a reason; from
-/// an older daemon through a newer host, `DAEMON_REFUSED`), not another
-/// shortage, such as a request over the size limit, which no retry mends.
+/// Whether a refusal is the program not reading its input.
+///
+/// That refusal is `INPUT_FULL`. From an older host-service, it is
+/// `RESOURCE_EXHAUSTED` without a reason. From an older daemon through a
+/// newer host, it is `DAEMON_REFUSED`. Another shortage is not, such as a
+/// request over the size limit, which no retry mends.
 fn is_input_full(status: &tonic::Status) -> bool {
     use holdfast_api::error_details::Reason;
     status.code() == tonic::Code::ResourceExhausted
@@ -407,17 +418,22 @@ fn is_input_full(status: &tonic::Status) -> bool {
 enum Sent {
     /// Taken, or dropped after a word (whether they arrived is unknown).
     Gone,
-    /// Refused because the program has not read what it was sent; none of
-    /// them were taken.
+    /// Refused because the program has not read what it was sent.
+    ///
+    /// None of them were taken.
     Held,
-    /// Refused because the session takes no input: its program exited
-    /// (the end is on its way to the screen) or let go of its terminal.
+    /// Refused because the session takes no input.
+    ///
+    /// Its program exited (the end is on its way to the screen) or let go
+    /// of its terminal.
     NotTaken(String),
 }
 
-/// Sends keys. A host-service going away meanwhile is no reason to stop
-/// (the attach stream breaks too, and is opened again), but whether these
-/// keys reached the session is then unknown, and the user is told.
+/// Sends keys.
+///
+/// A host-service going away meanwhile is no reason to stop. The attach
+/// stream breaks too, and is opened again. But whether these keys reached
+/// the session is then unknown, and the user is told.
 async fn send_keys(
     typing: &mut Typing,
     clients: &mut Clients,
@@ -448,16 +464,20 @@ async fn send_keys(
     }
 }
 
-/// Keys the session refused while its program read no input: held, in
-/// order ahead of later keys, and sent again now and then, while output
-/// goes on being shown and the detach key still works.
+/// Keys the session refused while its program read no input.
+///
+/// They are held, in order ahead of later keys, and sent again now and
+/// then. Meanwhile output goes on being shown and the detach key still
+/// works.
 #[derive(Default)]
 struct HeldKeys {
     /// Since when, and when to try again.
     refused: Option<(Instant, Instant)>,
     pause: Duration,
     /// The user was told the session takes no input, and no key has been
-    /// taken since: keys typed meanwhile go without another word.
+    /// taken since.
+    ///
+    /// Keys typed meanwhile go without another word.
     told_not_taken: bool,
 }
 
@@ -472,8 +492,10 @@ impl HeldKeys {
         }
     }
 
-    /// Sends what the keyboard holds; refused, holds it and tries again
-    /// later, dropping it (with a word) after [`REATTACH_PATIENCE`].
+    /// Sends what the keyboard holds.
+    ///
+    /// If refused, it holds the keys and tries again later. It drops them,
+    /// with a word, after [`REATTACH_PATIENCE`].
     async fn flush(
         &mut self,
         typing: &mut Typing,
@@ -532,11 +554,12 @@ enum Reattached {
     GaveUp(tonic::Status),
 }
 
-/// Attaches again from `from_offset` (the whole scrollback if nothing was
-/// shown), trying while the host-service does not answer, for up to
-/// [`REATTACH_PATIENCE`]. Keys typed meanwhile are kept, to be sent once
-/// attached; the detach key and the signals that end an attachment end
-/// this too.
+/// Attaches again from `from_offset`.
+///
+/// If nothing was shown, it attaches from the whole scrollback. It tries
+/// while the host-service does not answer, for up to [`REATTACH_PATIENCE`].
+/// Keys typed meanwhile are kept, to be sent once attached. The detach key
+/// and the signals that end an attachment end this too.
 async fn reattach(
     clients: &mut Clients,
     session_id: &str,
@@ -578,8 +601,10 @@ async fn reattach(
     }
 }
 
-/// Waits for `waited`, holding the keys typed meanwhile; `None` when the
-/// detach key or a signal that ends the attachment came first.
+/// Waits for `waited`, holding the keys typed meanwhile.
+///
+/// It gives `None` when the detach key or a signal that ends the attachment
+/// came first.
 async fn keeping_keys<T>(
     waited: impl Future<Output = T>,
     keyboard: &mut Keyboard,
@@ -599,11 +624,12 @@ async fn keeping_keys<T>(
     }
 }
 
-/// The signals that end an attachment, leaving the session running:
-/// SIGTERM, SIGHUP (the terminal closed), and SIGINT and SIGQUIT from
-/// outside (raw mode keeps Ctrl-C and Ctrl-\ for the session). Handled,
-/// so the terminal is restored; left to their default, they would kill
-/// the command in raw mode.
+/// The signals that end an attachment, leaving the session running.
+///
+/// They are SIGTERM, SIGHUP (the terminal closed), and SIGINT and SIGQUIT
+/// from outside. Raw mode keeps Ctrl-C and Ctrl-\ for the session. They
+/// are handled, so the terminal is restored. Left to their default, they
+/// would kill the command in raw mode.
 struct Ends {
     terminate: Signal,
     hangup: Signal,
@@ -656,8 +682,10 @@ struct InputRules {
 enum InputEnd {
     /// Nothing: the session was there before, its input is not ours.
     Kept,
-    /// The end-of-file key goes after it (a new session's input, which its
-    /// program reads to the end, as `docker run -i` closes its input).
+    /// The end-of-file key goes after it.
+    ///
+    /// This is for a new session's input, which its program reads to the
+    /// end. `docker run -i` closes its input the same way.
     Passed,
 }
 
@@ -667,7 +695,9 @@ struct Keyboard {
     buffer: Box<[u8; 4096]>,
     detach_key: DetachKey,
     /// Input that is not a terminal (a file, a pipe, /dev/null) may end
-    /// long before the program does: the output is still shown to the end.
+    /// long before the program does.
+    ///
+    /// The output is still shown to the end.
     open: bool,
     /// Keys typed and not sent yet (attaching again, or refused).
     typed: Vec<u8>,
@@ -676,8 +706,10 @@ struct Keyboard {
     last: Option<u8>,
 }
 
-/// Most keys held while they cannot be sent, the most one write may carry;
-/// beyond it the keyboard is left unread (the terminal holds what comes).
+/// Most keys held while they cannot be sent: the most one write may carry.
+///
+/// Beyond it the keyboard is left unread, and the terminal holds what
+/// comes.
 const MAX_HELD_KEYS: usize = 1 << 20;
 
 impl Keyboard {
@@ -730,9 +762,11 @@ impl Keyboard {
     }
 }
 
-/// The end-of-file key (Ctrl-D) as a terminal's user types it to end
-/// input that ended after `last`: at the start of a line it is the end;
-/// after part of one, it first hands over that part, so it goes twice.
+/// The end-of-file key (Ctrl-D), as a terminal's user types it.
+///
+/// It ends input that ended after `last`. At the start of a line, it is the
+/// end. After part of a line, it first hands over that part, so it goes
+/// twice.
 fn end_of_input(last: Option<u8>) -> &'static [u8] {
     match last {
         None | Some(b'\n') => b"\x04",
@@ -743,17 +777,20 @@ fn end_of_input(last: Option<u8>) -> &'static [u8] {
 /// An open `SendInput` stream.
 type KeyStream = AnsweredStream<pb::SendInputRequest, pb::SendInputResponse>;
 
-/// Keystrokes on their way, from the client of one attach stream (its
-/// `holdfast-attachment` token: typing is activity, which gives the session
-/// this terminal's size, as under tmux).
+/// Keystrokes on their way, from the client of one attach stream.
+///
+/// The client is named by its `holdfast-attachment` token. Typing is
+/// activity, which gives the session this terminal's size, as under tmux.
 struct Typing {
     attachment: String,
     to: KeysTo,
 }
 
-/// Where keystrokes go: one `SendInput` stream, opened at the first, or
-/// a `WriteInput` each to a host-service that has no `SendInput` (an
-/// earlier version, still running).
+/// Where keystrokes go.
+///
+/// They go on one `SendInput` stream, opened at the first. A host-service
+/// that has no `SendInput` (an earlier version, still running) gets a
+/// `WriteInput` for each.
 enum KeysTo {
     NotYet,
     Stream(Box<KeyStream>),
@@ -813,7 +850,7 @@ impl Typing {
                             self.to = KeysTo::Stream(Box::new(stream));
                             return Ok(());
                         }
-                        // Refused before reading anything: these keys go
+                        // Refused before reading anything. These keys go
                         // as a request, and so will the next ones.
                         Err(status) if status.code() == tonic::Code::Unimplemented => {
                             self.to = KeysTo::Requests;
@@ -832,10 +869,11 @@ fn terminal_size() -> Option<(u32, u32)> {
     (size.ws_col != 0 && size.ws_row != 0).then(|| (size.ws_col.into(), size.ws_row.into()))
 }
 
-/// Sizes the session to this terminal, as this `attachment`'s client (so
-/// it goes back to another client's size when this one detaches); with
-/// `redraw` its program is told even if the size is the same (see
-/// `ResizeSessionRequest.redraw`).
+/// Sizes the session to this terminal, as this `attachment`'s client.
+///
+/// So the session goes back to another client's size when this one
+/// detaches. With `redraw`, its program is told even if the size is the
+/// same (see `ResizeSessionRequest.redraw`).
 async fn resize_to_terminal(
     clients: &mut Clients,
     session_id: &str,
@@ -857,11 +895,13 @@ async fn resize_to_terminal(
         .await;
 }
 
-/// `replay` from its first clean start: scrollback that has lost its
-/// oldest bytes may begin inside an escape sequence or a character, which
-/// would show as stray text or, worse, be taken as the rest of a sequence.
-/// So it is shown from the first line's end or the first escape, if either
-/// comes soon (a line or a screen update); otherwise as it is.
+/// `replay` from its first clean start.
+///
+/// Scrollback that has lost its oldest bytes may begin inside an escape
+/// sequence or a character. That would show as stray text or, worse, be
+/// taken as the rest of a sequence. So it is shown from the first line's
+/// end or the first escape, if either comes soon (a line or a screen
+/// update). Otherwise it is shown as it is.
 fn clean_start(replay: &[u8]) -> &[u8] {
     const LOOK: usize = 4096;
     let soon = &replay[..replay.len().min(LOOK)];
@@ -873,7 +913,9 @@ fn clean_start(replay: &[u8]) -> &[u8] {
 }
 
 /// The CLI's exit status for a session's ending, as a shell gives for a
-/// command: its code, or 128 plus the signal that ended it.
+/// command.
+///
+/// It is the session's code, or 128 plus the signal that ended it.
 pub fn exit_status(code: Option<i32>, signal: Option<i32>) -> u8 {
     match (code, signal) {
         (Some(code), _) => u8::try_from(code).unwrap_or(1),
@@ -890,8 +932,10 @@ mod tests {
     use super::{DetachKey, clean_start};
 
     /// Held keys never outgrow one write, which the host-service would
-    /// refuse as invalid: a read is taken only while a whole one fits
-    /// (they reached 1 MiB and most of a read more).
+    /// refuse as invalid.
+    ///
+    /// A read is taken only while a whole one fits. Otherwise they could
+    /// reach 1 MiB and most of a read more.
     #[tokio::test]
     async fn keys_held_fit_one_write() {
         let mut keyboard = super::Keyboard::new(DetachKey(None), super::InputEnd::Kept);

@@ -48,16 +48,18 @@ impl Interceptor for Bearer {
     }
 }
 
-/// Flow-control windows of the connection to the host-service. An output
-/// stream whose reader stops (`holdfast logs -f ID | less`, a paused
-/// terminal) must be held back by flow control before h2 drops the whole
-/// connection for the small frames it holds unread (see
-/// `holdfast_plumbing::small_frames`): with hyper's defaults (2 MiB a stream, 5 MiB
-/// the connection) `logs -f` of a program writing a byte at a time ended
-/// with "h2 protocol error" once about 10,000 frames were waiting. The
-/// connection's window is HTTP/2's largest, which costs nothing (only the
-/// streams' windows bound what is held), so a stream's can stay wide
-/// enough for a host-service across a network.
+/// Flow-control windows of the connection to the host-service.
+///
+/// An output stream's reader may stop (`holdfast logs -f ID | less`, a
+/// paused terminal). Flow control must hold that stream back before h2
+/// drops the whole connection for the small frames it holds unread (see
+/// `holdfast_plumbing::small_frames`). With hyper's defaults (2 MiB a
+/// stream, 5 MiB the connection), `logs -f` of a program writing a byte at
+/// a time ends with "h2 protocol error" once about 10,000 frames are
+/// waiting. The connection's window is HTTP/2's largest, which costs
+/// nothing, since only the streams' windows bound what is held. So a
+/// stream's window can stay wide enough for a host-service across a
+/// network.
 const STREAM_WINDOW: u32 = 1 << 20;
 const CONNECTION_WINDOW: u32 = (1 << 31) - 1;
 // An output stream and a look, both stopped.
@@ -67,8 +69,10 @@ const _: () = assert!(holdfast_plumbing::small_frames::stalled_streams_fit(
     CONNECTION_WINDOW
 ));
 
-/// `addr` as a URL: a bare `host:port` (how grpcurl, buf and the README's
-/// examples take `HOLDFAST_ADDR`) is plaintext HTTP/2 there.
+/// `addr` as a URL.
+///
+/// A bare `host:port` is plaintext HTTP/2 there. That is how grpcurl, buf
+/// and the README's examples take `HOLDFAST_ADDR`.
 pub(crate) fn with_scheme(addr: &str) -> String {
     if addr.contains("://") {
         addr.to_owned()
@@ -94,7 +98,7 @@ pub(crate) fn is_on_this_machine(addr: &str) -> bool {
 }
 
 pub(crate) async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<Clients> {
-    // The host-service speaks plain HTTP/2; an address that asks for TLS
+    // The host-service speaks plain HTTP/2. An address that asks for TLS
     // would get none, and its token would cross the network in the clear.
     if let Some((scheme, _)) = addr.split_once("://")
         && !scheme.eq_ignore_ascii_case("http")
@@ -118,9 +122,9 @@ pub(crate) async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<C
         .connect_timeout(Duration::from_secs(3))
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
-        // Each call's answer (a stream's first), so a host-service that
+        // Each call's answer (a stream's first). A host-service that
         // hangs (stopped, or not a host-service at all) cannot hold the
-        // command for ever; creates and disposals take well under this.
+        // command for ever. Creates and disposals take well under this.
         .timeout(Duration::from_secs(15));
     let channel = endpoint
         .connect_with_connector(tower::service_fn(own_server::connect))
@@ -147,7 +151,7 @@ pub(crate) async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<C
             )
         })?;
     // Answers grow with what the host holds (every workspace ever made, a
-    // list of thousands of sessions): well past tonic's default 4 MiB.
+    // list of thousands of sessions), well past tonic's default 4 MiB.
     Ok(Clients {
         status: StatusServiceClient::with_interceptor(channel.clone(), bearer.clone())
             .max_decoding_message_size(MAX_ANSWER_BYTES),

@@ -1,10 +1,11 @@
-//! Shell completion that knows the host-service's sessions and workspaces,
-//! as tmux's bash completion offers session names: `holdfast attach <TAB>`
+//! Shell completion that knows the host-service's sessions and workspaces.
+//!
+//! As tmux's bash completion offers session names, `holdfast attach <TAB>`
 //! offers the live sessions' names. The shell calls `holdfast` again with
 //! `HOLDFAST_COMPLETE=<shell>` at each TAB (clap_complete's dynamic
-//! engine); the commands and flags come from the CLI's own definition, the
-//! names from the host-service that `--addr` (or `HOLDFAST_ADDR`) points
-//! at.
+//! engine). The commands and flags come from the CLI's own definition. The
+//! names come from the host-service that `--addr` (or `HOLDFAST_ADDR`)
+//! points at.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -18,12 +19,15 @@ use holdfast_api::proto::host::v1 as pb;
 use crate::clients::connect;
 use crate::workspaces::{every_open_list, list_workspaces};
 
-/// The environment variable that makes `holdfast` complete instead of run:
-/// not clap's `COMPLETE`, which a user's environment may hold for another
-/// reason (every command would fail for it).
+/// The environment variable that makes `holdfast` complete instead of run.
+///
+/// It is not clap's `COMPLETE`, which a user's environment may hold for
+/// another reason. Every command would fail for it.
 const VARIABLE: &str = "HOLDFAST_COMPLETE";
 
-/// How long a TAB may wait for names; past it, none are offered.
+/// How long a TAB may wait for names.
+///
+/// Past it, none are offered.
 const PATIENCE: Duration = Duration::from_secs(2);
 
 /// The words of the command line being completed, as [`complete_if_asked`]
@@ -32,7 +36,7 @@ static WORDS: OnceLock<Vec<OsString>> = OnceLock::new();
 
 /// Makes the CLI's clap definition, as [`complete_if_asked`] was given it.
 ///
-/// Given rather than imported: the definition names this file's
+/// It is given rather than imported. The definition names this file's
 /// candidates, so importing it back would make the two files a circle.
 static COMMAND: OnceLock<fn() -> clap::Command> = OnceLock::new();
 
@@ -73,10 +77,12 @@ pub fn complete_if_asked(command: fn() -> clap::Command) {
 }
 
 /// Completes for bash, as clap_complete's bash support does but for one
-/// thing: bash splits words at `:` and `=` as well (COMP_WORDBREAKS), so
+/// thing.
+///
+/// Bash splits words at `:` and `=` as well (COMP_WORDBREAKS). So
 /// `--addr 127.0.0.1:7078` comes as `127.0.0.1`, `:`, `7078`, which clap
-/// would read as three arguments, and bash replaces only the piece after
-/// the last `:` or `=` with what is offered. The pieces are joined again
+/// would read as three arguments. And bash replaces only the piece after
+/// the last `:` or `=` with what is offered. So the pieces are joined again
 /// for clap, and what it offers loses what comes before that piece.
 fn complete_for_bash(words: Vec<OsString>) -> ! {
     let index = std::env::var("_CLAP_COMPLETE_INDEX")
@@ -105,9 +111,10 @@ fn complete_for_bash(words: Vec<OsString>) -> ! {
     std::process::exit(0)
 }
 
-/// `words` as typed, from the words bash gives: a piece of nothing but
-/// `:` and `=` joins the words on both sides of it again. `index`, of the
-/// word being completed, moves to match.
+/// `words` as typed, from the words bash gives.
+///
+/// A piece of nothing but `:` and `=` joins the words on both sides of it
+/// again. `index`, of the word being completed, moves to match.
 fn rejoined(words: Vec<OsString>, index: usize) -> (Vec<OsString>, usize) {
     let is_break = |word: &OsString| {
         let word = word.as_encoded_bytes();
@@ -149,9 +156,10 @@ pub fn registration(shell: clap_complete::Shell) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&script).trim_end().to_owned())
 }
 
-/// The live sessions of every open workspace, each as `holdfast` finds it:
-/// by its name where that is one session's and a shell takes it as it is,
-/// else by its id.
+/// The live sessions of every open workspace, each as `holdfast` finds it.
+///
+/// A session is offered by its name where that is one session's and a
+/// shell takes it as it is. Otherwise it is offered by its id.
 pub fn sessions() -> Vec<CompletionCandidate> {
     let Some(lists) = ask(|mut clients| async move { every_open_list(&mut clients).await }) else {
         return Vec::new();
@@ -211,8 +219,10 @@ pub fn workspaces() -> Vec<CompletionCandidate> {
 }
 
 /// What `call` gets from the host-service the command line being completed
-/// names; nothing if it cannot be asked within [`PATIENCE`]. A TAB must
-/// never print an error into the line being typed.
+/// names.
+///
+/// It is nothing if that host-service cannot be asked within [`PATIENCE`].
+/// A TAB must never print an error into the line being typed.
 fn ask<T, F>(call: impl FnOnce(crate::clients::Clients) -> F) -> Option<T>
 where
     F: Future<Output = anyhow::Result<T>>,
@@ -231,13 +241,15 @@ where
         .ok()
     });
     // Not waiting for a name lookup still under way on a blocking thread
-    // (a slow DNS): the TAB is answered now.
+    // (a slow DNS). The TAB is answered now.
     runtime.shutdown_background();
     answer
 }
 
 /// The host-service address and token of a command line being typed, as
-/// far as it goes (`HOLDFAST_ADDR` and the default apply as when it runs).
+/// far as it goes.
+///
+/// `HOLDFAST_ADDR` and the default apply as when it runs.
 fn host_of(words: impl Iterator<Item = OsString>) -> (String, Option<String>) {
     let matches = command()
         .ignore_errors(true)
@@ -266,9 +278,10 @@ fn counts<'a>(names: impl Iterator<Item = &'a str>) -> HashMap<&'a str, usize> {
     counts
 }
 
-/// Whether a shell takes `name` as one word as it is (nothing to quote, no
-/// `:` or `=`, where bash splits words), so that a completed name is the
-/// name.
+/// Whether a shell takes `name` as one word as it is.
+///
+/// There must be nothing to quote, and no `:` or `=`, where bash splits
+/// words. Then a completed name is the name.
 fn plain(name: &str) -> bool {
     !name.is_empty()
         && !name.contains([':', '='])

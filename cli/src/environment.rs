@@ -1,18 +1,19 @@
-//! The environment `holdfast new` gives its session: this shell's, as
-//! `nohup`, `screen -dm` or `dtach` would, so that `holdfast new -- cargo
-//! build` finds `cargo` on the PATH it was typed with and `git push` in the
-//! session finds the SSH agent. The API itself starts sessions from the
-//! daemon's clean base environment plus what a client names; this is what
-//! the command line names.
+//! The environment `holdfast new` gives its session.
+//!
+//! It is this shell's, as `nohup`, `screen -dm` or `dtach` would give. So
+//! `holdfast new -- cargo build` finds `cargo` on the PATH it was typed
+//! with, and `git push` in the session finds the SSH agent. The API itself
+//! starts sessions from the daemon's clean base environment plus what a
+//! client names. This is what the command line names.
 //!
 //! Left out are the variables that describe this terminal or this login
-//! rather than the user: the session has a terminal of its own (TERM is
-//! the daemon's), it is shown by whatever attaches to it, and it outlives
-//! this one. So are holdfast's own (`HOLDFAST_AUTH_TOKEN` above all): they
-//! configure this command, and the daemon keeps them from its programs
-//! too. And a host-service on another machine gets none of it: this
-//! PATH and HOME mean nothing there, and the variables would cross the
-//! network.
+//! rather than the user. The session has a terminal of its own (TERM is
+//! the daemon's). It is shown by whatever attaches to it, and it outlives
+//! this one. holdfast's own variables are left out too
+//! (`HOLDFAST_AUTH_TOKEN` above all). They configure this command, and the
+//! daemon keeps them from its programs too. A host-service on another
+//! machine gets none of it. This PATH and HOME mean nothing there, and the
+//! variables would cross the network.
 
 use std::collections::HashMap;
 
@@ -73,16 +74,17 @@ fn describes_this_terminal(name: &str) -> bool {
             .any(|prefix| name.starts_with(prefix))
 }
 
-/// What `holdfast new` sends as the session's `env`: this process's
-/// environment but for the variables of this terminal (none of it with
-/// `clean`, or for a host-service on another machine), then each
-/// `NAME=VALUE` of `set` over it (a bare `NAME` takes its value from here,
-/// as `docker run -e NAME` does).
+/// What `holdfast new` sends as the session's `env`.
+///
+/// It starts from this process's environment but for the variables of this
+/// terminal. With `clean`, or for a host-service on another machine, it
+/// starts from none of it. Each `NAME=VALUE` of `set` goes over it. A bare
+/// `NAME` takes its value from here, as `docker run -e NAME` does.
 pub fn for_session(clean: bool, set: &[String]) -> anyhow::Result<HashMap<String, String>> {
     let mut env = HashMap::new();
     if !clean {
         for (name, value) in std::env::vars_os() {
-            // The API carries text: a variable that is not UTF-8 stays here.
+            // The API carries text. A variable that is not UTF-8 stays here.
             let (Ok(name), Ok(value)) = (name.into_string(), value.into_string()) else {
                 continue;
             };

@@ -1,9 +1,12 @@
 //! `holdfast logs`: a session's output, as its program wrote it, without
-//! attaching to it: what it has written so far (`AttachSession` with
-//! `until_now`), or with `--follow` also what it writes next, to its exit,
-//! as `tail -f` does. Nothing is sent to the session, it is not resized,
-//! and a look does not count it as attached. `holdfast wait` follows a
-//! session the same way, as an onlooker (`watch`), to tell how it ended.
+//! attaching to it.
+//!
+//! It prints what the session has written so far (`AttachSession` with
+//! `until_now`). With `--follow` it also prints what the session writes
+//! next, to its exit, as `tail -f` does. Nothing is sent to the session,
+//! and it is not resized. A look does not count it as attached.
+//! `holdfast wait` follows a session the same way, as an onlooker
+//! (`watch`), to tell how it ended.
 
 use std::io::{ErrorKind, IsTerminal, StdoutLock, Write};
 use std::time::{Duration, Instant};
@@ -28,10 +31,12 @@ pub enum Reading {
     Wait,
 }
 
-/// Writes the session's output to stdout as `reading` says; following,
-/// goes on from the last byte written across a host-service restart.
-/// Returns the exit status for the process: 0, or for `Wait` the
-/// session's own (its code, or 128 plus the signal that ended it).
+/// Writes the session's output to stdout as `reading` says.
+///
+/// Following, it goes on from the last byte written across a host-service
+/// restart. It returns the exit status for the process. That is 0, or for
+/// `Wait` the session's own: its code, or 128 plus the signal that ended
+/// it.
 pub async fn logs(
     clients: &mut Clients,
     session_id: String,
@@ -40,9 +45,10 @@ pub async fn logs(
     let follow = reading != Reading::SoFar;
     let stdout = std::io::stdout();
     let mut out = Copy {
-        // A terminal answers the queries in what it is shown, and nothing
-        // but this shell is there to take the answers, as typed keys: they
-        // are left out. Piped, the output is as the program wrote it.
+        // A terminal answers the queries in what it is shown. Nothing but
+        // this shell is there to take the answers, as typed keys, so the
+        // queries are left out. Piped, the output is as the program wrote
+        // it.
         queries: stdout.is_terminal().then(History::all),
         stdout: stdout.lock(),
         written_to: None,
@@ -57,7 +63,7 @@ pub async fn logs(
             from_offset: out.resume_from(),
             until_now: !follow,
             // Waiting is no reason to hold the program up, or to count it
-            // as attached; following to print it all, it is (nothing lost).
+            // as attached. Following to print it all is (nothing lost).
             watch: reading == Reading::Wait,
         };
         if let Some(queries) = &mut out.queries {
@@ -99,8 +105,8 @@ pub async fn logs(
         if is_verdict(&failure) || !follow {
             return Err(refused(failure).context(format!("reading session {session_id}")));
         }
-        // The host-service went away (an update, a crash), and the session
-        // runs on under the daemon: follow it again once it is back.
+        // The host-service went away (an update, a crash). The session
+        // runs on under the daemon. Follow it again once it is back.
         tracing::debug!(status = %failure, "following again");
         let since = *missed_since.get_or_insert_with(Instant::now);
         if since.elapsed() >= REATTACH_PATIENCE {
@@ -136,16 +142,18 @@ struct Copy {
 
 /// How copying one stream ended.
 enum Copied {
-    /// All there was to write is written: the session exited (how, if
-    /// the stream said), or the look is over.
+    /// All there was to write is written.
+    ///
+    /// The session exited (how, if the stream said), or the look is over.
     Ended(Option<pb::Exited>),
     /// The stream failed (or, followed, ended without the exit).
     Failed(tonic::Status),
 }
 
 impl Copy {
-    /// Writes the output of `events` until they end; says how, and
-    /// whether any event came.
+    /// Writes the output of `events` until they end.
+    ///
+    /// It says how they ended, and whether any event came.
     async fn events(
         &mut self,
         events: impl Stream<Item = Result<pb::AttachSessionResponse, tonic::Status>>,
@@ -196,7 +204,7 @@ impl Copy {
             }
         };
         if let (Copied::Ended(_), Some(queries)) = (&copied, &mut self.queries) {
-            // Nothing more comes: a sequence left open is printed as it is.
+            // Nothing more comes. A sequence left open is printed as it is.
             let rest = queries.finish();
             self.write(&rest)?;
         }
@@ -204,8 +212,10 @@ impl Copy {
         Ok((copied, received))
     }
 
-    /// Where to go on from: after the last byte written, or, of a sequence
-    /// held back unfinished, its first.
+    /// Where to go on from.
+    ///
+    /// It is after the last byte written. If a sequence is held back
+    /// unfinished, it is that sequence's first byte.
     fn resume_from(&self) -> Option<u64> {
         let held = self.queries.as_ref().map_or(0, History::held_back);
         self.written_to.map(|to| to - held)

@@ -1,8 +1,8 @@
 //! `holdfast`: the command line for people at a terminal.
 //!
 //! It talks to the host-service, like every other client. This file runs
-//! one command; the arguments are in `args.rs`, the connection in
-//! `clients.rs`, workspaces in `workspaces.rs`.
+//! one command. The arguments are in `args.rs`, the connection in
+//! `clients.rs`, and workspaces in `workspaces.rs`.
 
 use anyhow::{Context, bail};
 use clap::Parser;
@@ -31,7 +31,7 @@ mod terminal_modes;
 mod workspaces;
 
 fn main() {
-    // Before anything is printed, and with no runtime running: completing
+    // Before anything is printed, and with no runtime running. Completing
     // asks the host-service on a runtime of its own.
     completion::complete_if_asked(<Cli as clap::CommandFactory>::command);
     let cli = Cli::parse();
@@ -41,9 +41,9 @@ fn main() {
     let code = match runtime.map_err(anyhow::Error::from).map(|runtime| {
         let ran =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(run(cli))));
-        // Never dropped, not even by a panic: dropping a runtime waits for
-        // its blocking threads, and one may be reading the keyboard
-        // (attach), which only a key would end.
+        // Never dropped, not even by a panic. Dropping a runtime waits for
+        // its blocking threads. One may be reading the keyboard (attach),
+        // which only a key would end.
         std::mem::forget(runtime);
         ran.unwrap_or_else(|_| std::process::exit(101))
     }) {
@@ -184,9 +184,9 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Count { workspace } => {
             let workspace_id =
                 workspace_or_default(&mut clients, workspace.as_deref(), false).await?;
-            // Nothing attached from anywhere, as the list says of each
-            // (`CountBackgroundSessions` leaves out only what its caller
-            // says it has attached, and this command attaches nothing).
+            // Nothing attached from anywhere, as the list says of each.
+            // `CountBackgroundSessions` leaves out only what its caller
+            // says it has attached, and this command attaches nothing.
             let list = list_sessions(&mut clients, workspace_id).await?;
             say!("{}", list.sessions.iter().filter(|s| !s.attached).count());
             if list.source == pb::Source::MemoryOnly as i32 {
@@ -320,9 +320,10 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// The directory a new session starts in, as the API takes it (absolute):
-/// `given` taken from this directory, or this directory; empty (the
-/// daemon's home) if this one is gone and none is given.
+/// The directory a new session starts in, as the API takes it (absolute).
+///
+/// It is `given` taken from this directory, or else this directory. It is
+/// empty (the daemon's home) if this one is gone and none is given.
 fn working_directory(given: Option<&std::path::Path>) -> anyhow::Result<String> {
     let dir = match given {
         Some(given) => std::path::absolute(given)

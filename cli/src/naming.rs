@@ -1,10 +1,12 @@
-//! How people name sessions at a terminal: a session is shown by its name,
-//! which `holdfast new` gives it (the command it runs, unless told
-//! another), and found by a unique start of its id, by its name, or by the
-//! title its program set, as docker finds containers by a start of their
-//! id or by name. Titles the program sets do not change the name, as they
-//! do not change a tmux session's. Scripts can go on writing whole ids,
-//! which are taken as they are.
+//! How people name sessions at a terminal.
+//!
+//! A session is shown by its name, which `holdfast new` gives it: the
+//! command it runs, unless told another. It is found by a unique start of
+//! its id, by its name, or by the title its program set. docker finds
+//! containers the same way, by a start of their id or by name. Titles the
+//! program sets do not change the name, as they do not change a tmux
+//! session's. Scripts can go on writing whole ids, which are taken as they
+//! are.
 
 use anyhow::bail;
 use holdfast_api::proto::host::v1 as pb;
@@ -15,11 +17,12 @@ use crate::workspaces::every_open_list;
 /// Longest title the host-service takes, in characters.
 const TITLE_CHARS: usize = 200;
 
-/// The title for a session running `command`: the command as typed (quoted
-/// where a shell would need it), with what no title may hold (control
-/// characters, and whatever could hide or reorder text around it) shown as
-/// `?`, cut to the length titles may have. None for the login shell, which
-/// names itself.
+/// The title for a session running `command`.
+///
+/// It is the command as typed, quoted where a shell would need it. What no
+/// title may hold is shown as `?`: control characters, and whatever could
+/// hide or reorder text around it. It is cut to the length titles may
+/// have. It is `None` for the login shell, which names itself.
 pub fn title_of(command: &[String]) -> Option<String> {
     let shown: String = command_line(command)?
         .chars()
@@ -45,8 +48,9 @@ pub fn name_of(session: &pb::Session) -> &str {
     }
 }
 
-/// `argv` as a shell would take it, quoted where it must be; `None` if
-/// no shell could (a NUL byte).
+/// `argv` as a shell would take it, quoted where it must be.
+///
+/// It is `None` if no shell could (a NUL byte).
 pub fn command_line(argv: &[String]) -> Option<String> {
     shlex::try_join(argv.iter().map(String::as_str)).ok()
 }
@@ -56,11 +60,13 @@ pub fn this_session() -> Option<String> {
     std::env::var(holdfast_api::proto::SESSION_ID_VARIABLE).ok()
 }
 
-/// The id of the session `given` names: a whole id as it is, else the one
-/// live session, in any open workspace, whose name is `given`; failing
-/// that, whose title (its program's) is; failing that, whose id starts
-/// with it. A name a person gave goes first, so a program that titles
-/// itself so cannot take it over.
+/// The id of the session `given` names.
+///
+/// A whole id is taken as it is. Otherwise it is the one live session, in
+/// any open workspace, whose name is `given`. Failing that, it is the one
+/// whose title (its program's) is `given`. Failing that, it is the one
+/// whose id starts with it. A name a person gave goes first, so a program
+/// that titles itself so cannot take it over.
 pub async fn session_id(clients: &mut Clients, given: &str) -> anyhow::Result<String> {
     if let Ok(id) = uuid::Uuid::try_parse(given) {
         // As the host-service stores it: lower case, hyphenated.
@@ -94,9 +100,11 @@ pub async fn session_id(clients: &mut Clients, given: &str) -> anyhow::Result<St
 }
 
 /// The id of the one live session in every open workspace, for a command
-/// that names none; with several, which there are.
+/// that names none.
+///
+/// With several, it says which there are.
 pub async fn the_only_session(clients: &mut Clients) -> anyhow::Result<String> {
-    // Never the one this command runs in: attached to itself, a session
+    // Never the one this command runs in. Attached to itself, a session
     // would show its own output back to itself for ever.
     let this_one = this_session();
     let mut found = live_sessions(clients, |session| {
@@ -113,11 +121,13 @@ pub async fn the_only_session(clients: &mut Clients) -> anyhow::Result<String> {
     }
 }
 
-/// Refuses a name a live session has already, in any open workspace
-/// (but `renamed`, the session being renamed), as tmux refuses a second
-/// session of a name and docker a second container: a name is a handle,
-/// and one that two sessions share finds neither. A workspace listed from
-/// memory only is looked at as far as memory knows it.
+/// Refuses a name a live session has already, in any open workspace.
+///
+/// `renamed`, the session being renamed, does not count. tmux refuses a
+/// second session of a name in the same way, and docker a second
+/// container. A name is a handle, and one that two sessions share finds
+/// neither. A workspace listed from memory only is looked at as far as
+/// memory knows it.
 pub async fn refuse_taken(
     clients: &mut Clients,
     name: &str,
@@ -140,9 +150,10 @@ pub async fn refuse_taken(
     Ok(())
 }
 
-/// The live sessions of every open workspace that `pick` takes. Refused
-/// while a list is memory-only: a session missing from it would be
-/// guessed past.
+/// The live sessions of every open workspace that `pick` takes.
+///
+/// It is refused while a list is memory-only. A session missing from it
+/// would be guessed past.
 async fn live_sessions(
     clients: &mut Clients,
     pick: impl Fn(&pb::Session) -> bool,

@@ -1,9 +1,11 @@
-//! Connections to the host-service that only go through if, on loopback,
-//! the port is this user's own host-service (or root's). While the
-//! host-service is down, any other account on the machine could listen on
-//! its port and would then get every keystroke typed into `attach`
-//! (passwords included) and the token. The kernel tells who owns the
-//! listening end (`holdfast_plumbing::loopback_peer`).
+//! Connections to the host-service that check who listens on loopback.
+//!
+//! On loopback, a connection only goes through if the port is this user's
+//! own host-service (or root's). While the host-service is down, any other
+//! account on the machine could listen on its port. It would then get every
+//! keystroke typed into `attach` (passwords included) and the token. The
+//! kernel tells who owns the listening end
+//! (`holdfast_plumbing::loopback_peer`).
 
 use std::io;
 
@@ -39,9 +41,11 @@ pub async fn connect(uri: Uri) -> io::Result<TokioIo<TcpStream>> {
     Ok(TokioIo::new(stream))
 }
 
-/// The owner of the listening end. Its side of the handshake may still be
-/// under way for a moment after ours is done; a listener that keeps it
-/// there (`TCP_DEFER_ACCEPT`, to pass as root's) gets nothing.
+/// The owner of the listening end.
+///
+/// Its side of the handshake may still be under way for a moment after ours
+/// is done. A listener that keeps it there (`TCP_DEFER_ACCEPT`, to pass as
+/// root's) gets nothing.
 async fn server_owner(local: std::net::SocketAddr, peer: std::net::SocketAddr) -> io::Result<u32> {
     for _ in 0..50 {
         let socket = loopback_peer::lookup(local, peer).map_err(io::Error::other)?;

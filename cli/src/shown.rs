@@ -1,5 +1,7 @@
-//! How the command line shows sessions: the `ls` table and its JSON,
-//! `show`, and the words for a session's state and age.
+//! How the command line shows sessions.
+//!
+//! This holds the `ls` table and its JSON, `show`, and the words for a
+//! session's state and age.
 
 use std::collections::HashMap;
 use std::time::SystemTime;
@@ -44,8 +46,9 @@ pub fn ending(exit_code: Option<i32>, signal: Option<i32>) -> String {
     }
 }
 
-/// Prints `list` as a table; with `workspaces` (id → name), each session's
-/// workspace too.
+/// Prints `list` as a table.
+///
+/// With `workspaces` (id → name), it shows each session's workspace too.
 pub fn print_table(list: &pb::ListSessionsResponse, workspaces: Option<&HashMap<String, String>>) {
     let workspace_column = |text: &str| match workspaces {
         Some(_) => format!("  {text}"),
@@ -87,8 +90,10 @@ pub fn print_table(list: &pb::ListSessionsResponse, workspaces: Option<&HashMap<
     }
 }
 
-/// `text` in at most `chars` characters, a cut one ending in `…` (as
-/// docker's tables cut a long command), so it is not taken for whole.
+/// `text` in at most `chars` characters.
+///
+/// A cut one ends in `…`, as docker's tables cut a long command, so it is
+/// not taken for whole.
 fn cut_to(text: &str, chars: usize) -> String {
     if text.chars().count() <= chars {
         return text.to_owned();

@@ -1,11 +1,14 @@
-//! Queries a program wrote to its terminal before this client attached
-//! are left out of what this terminal is shown of that output. A device
+//! Leaves out the queries in output written before this client attached.
+//!
+//! Queries a program wrote to its terminal before this client attached are
+//! left out of what this terminal is shown of that output. A device
 //! attributes or cursor position request (`ESC [ c`, `ESC [ 6 n`) in the
-//! scrollback was answered, or given up on, long ago; shown again to a
-//! real terminal it would be answered again, and the answer would reach
-//! the program as typed keys (`^[[?1;2c` in a shell, commands in `vim`'s
-//! normal mode). tmux never replays raw output, so never meets this; a
-//! client that replays it has to. Output from the stream's live offset on
+//! scrollback was answered, or given up on, long ago. Shown again to a real
+//! terminal, it would be answered again. The answer would reach the program
+//! as typed keys (`^[[?1;2c` in a shell, commands in `vim`'s normal mode).
+//!
+//! tmux never replays raw output, so never meets this. A client that
+//! replays it has to. Output from the stream's live offset on
 //! (`holdfast-live-offset`) is shown whole: a program asking now gets its
 //! answer. The escape sequences are read with a real VT parser (vte).
 
@@ -13,8 +16,10 @@ use std::borrow::Cow;
 
 /// Follows one attach stream's output up to where it turns live.
 pub struct History {
-    /// The offset live output begins at; `None` once reached, or if the
-    /// host-service did not say (everything is then shown).
+    /// The offset live output begins at.
+    ///
+    /// It is `None` once reached, or if the host-service did not say.
+    /// Everything is then shown.
     live_from: Option<u64>,
     parser: vte::Parser,
     seen: Seen,
@@ -24,11 +29,15 @@ pub struct History {
     /// began.
     start: Option<usize>,
     /// A query ended by the `ESC` of a string terminator (`ESC \`) was
-    /// just left out: its `\` goes too.
+    /// just left out.
+    ///
+    /// Its `\` goes too.
     terminator_left: bool,
     /// Control characters (a line feed, a carriage return) read inside the
-    /// sequence begun at `start`: a terminal carries them out where they
-    /// come, even inside a sequence, so they stay when a query goes.
+    /// sequence begun at `start`.
+    ///
+    /// A terminal carries them out where they come, even inside a sequence.
+    /// So they stay when a query goes.
     controls: Vec<u8>,
 }
 
@@ -45,8 +54,10 @@ impl History {
         }
     }
 
-    /// Output all of which is taken as history: for a terminal that takes
-    /// no keys for the session (`holdfast logs`).
+    /// Output all of which is taken as history.
+    ///
+    /// It is for a terminal that takes no keys for the session
+    /// (`holdfast logs`).
     pub fn all() -> Self {
         Self::new(Some(u64::MAX))
     }
@@ -68,7 +79,7 @@ impl History {
             self.read(byte, &mut shown);
         }
         if offset.saturating_add(data.len() as u64) >= live_from {
-            // Live from here on: a sequence still open ends in live output.
+            // Live from here on. A sequence still open ends in live output.
             self.live_from = None;
             shown.extend_from_slice(live);
         } else if let Some(start) = self.start {
@@ -78,15 +89,18 @@ impl History {
         Cow::Owned(shown)
     }
 
-    /// Bytes of history taken in but not shown yet (an escape sequence
-    /// open at the end of the last chunk): where to attach again from is
-    /// that many bytes before the end of what came.
+    /// Bytes of history taken in but not shown yet.
+    ///
+    /// They are an escape sequence open at the end of the last chunk. Where
+    /// to attach again from is that many bytes before the end of what came.
     pub fn held_back(&self) -> u64 {
         self.held.len() as u64
     }
 
-    /// Output was lost between the last chunk and the next: what was
-    /// read of a sequence it cut is dropped, and reading starts afresh.
+    /// Output was lost between the last chunk and the next.
+    ///
+    /// What was read of a sequence it cut is dropped, and reading starts
+    /// afresh.
     pub fn gap(&mut self) {
         *self = Self::new(self.live_from);
     }
@@ -118,7 +132,7 @@ impl History {
         if byte == 0x1b {
             match (self.start, self.seen.ended) {
                 // It ended a string (OSC, DCS) begun at `began`, as the
-                // first byte of its terminator: a query goes, the ESC
+                // first byte of its terminator. A query goes, the ESC
                 // stays, and its `\` goes after it.
                 (Some(began), true) => {
                     if self.seen.query {
@@ -132,7 +146,7 @@ impl History {
                         self.controls.clear();
                     }
                 }
-                // It cut a sequence short: what was read of that one
+                // It cut a sequence short. What was read of that one
                 // does nothing, and goes with the next if that is a query.
                 (Some(_), false) => {}
                 (None, _) => {
@@ -158,8 +172,10 @@ impl History {
 }
 
 /// Whether `apc` (`ESC _ G control ; payload ESC \`) is a kitty graphics
-/// query (`a=q`), which image tools send to probe the terminal (vte reads
-/// APC strings without telling).
+/// query (`a=q`).
+///
+/// Image tools send it to probe the terminal. vte reads APC strings
+/// without telling.
 fn is_kitty_graphics_query(apc: &[u8]) -> bool {
     let Some(control) = apc.strip_prefix(b"\x1b_G") else {
         return false;

@@ -1,8 +1,10 @@
-//! Printing to stdout and stderr. A reader of stdout that goes away
-//! (`holdfast ls | head -1`) ends the program quietly, as it would `ls`,
-//! instead of the panic that `println!` raises on a closed pipe; words for
-//! a stderr nobody reads any more are dropped, where `eprintln!` would
-//! panic (and exit 101 instead of the command's own status).
+//! Printing to stdout and stderr.
+//!
+//! A reader of stdout may go away (`holdfast ls | head -1`). That ends the
+//! program quietly, as it would `ls`, instead of the panic that `println!`
+//! raises on a closed pipe. Words for a stderr nobody reads any more are
+//! dropped. `eprintln!` would panic there, and exit 101 instead of the
+//! command's own status.
 
 use std::io::{ErrorKind, Write};
 
@@ -14,8 +16,9 @@ macro_rules! say {
 }
 pub(crate) use say;
 
-/// Prints to stderr, like `eprint!`, dropping what a closed stderr
-/// refuses.
+/// Prints to stderr, like `eprint!`.
+///
+/// What a closed stderr refuses is dropped.
 macro_rules! tell {
     ($($arg:tt)*) => {
         $crate::stdout::to_stderr(format_args!($($arg)*))
@@ -23,12 +26,16 @@ macro_rules! tell {
 }
 pub(crate) use tell;
 
-/// Writes to stderr; what it refuses is dropped.
+/// Writes to stderr.
+///
+/// What it refuses is dropped.
 pub fn to_stderr(text: std::fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_fmt(text);
 }
 
-/// Writes one line to stdout; exits when nobody reads it any more.
+/// Writes one line to stdout.
+///
+/// It exits when nobody reads it any more.
 pub fn line(text: std::fmt::Arguments<'_>) {
     let mut out = std::io::stdout().lock();
     let written = out.write_fmt(text).and_then(|()| out.write_all(b"\n"));

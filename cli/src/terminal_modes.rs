@@ -1,10 +1,11 @@
-//! The modes a session's program switched this terminal into (the
-//! alternate screen, a hidden cursor, mouse reporting, bracketed paste,
-//! application keys, the kitty keyboard protocol), followed in its output
-//! with a real VT parser, so that detaching from, say, `vim` or `htop`
-//! switches them back: the shell
-//! prompt then comes back on the normal screen, with a cursor, and clicks
-//! do not type escape codes. A program that exits restores its own.
+//! The modes a session's program switched this terminal into.
+//!
+//! These are the alternate screen, a hidden cursor, mouse reporting,
+//! bracketed paste, application keys and the kitty keyboard protocol. A
+//! real VT parser follows them in the program's output. So detaching from,
+//! say, `vim` or `htop` switches them back. The shell prompt then comes
+//! back on the normal screen, with a cursor, and clicks do not type escape
+//! codes. A program that exits restores its own.
 
 /// DEC private modes worth undoing, with the sequence that resets each.
 const PRIVATE_MODES: &[(u16, &str)] = &[
@@ -41,15 +42,19 @@ struct Modes {
     /// The keypad sends application sequences (`ESC =`).
     keypad_application: bool,
     /// What the program did to the kitty keyboard flags of the main and
-    /// the alternate screen: each screen has a stack of its own.
+    /// the alternate screen.
+    ///
+    /// Each screen has a stack of its own.
     keyboard: [Keyboard; 2],
 }
 
 /// What a program did to one screen's stack of kitty keyboard flags.
 #[derive(Default, Clone, Copy)]
 struct Keyboard {
-    /// Entries it pushed (`CSI > flags u`) and has not popped (`CSI < n
-    /// u`); the shell's own lie beneath.
+    /// Entries it pushed (`CSI > flags u`) and has not popped
+    /// (`CSI < n u`).
+    ///
+    /// The shell's own lie beneath.
     pushed: u16,
     /// It set flags in place (`CSI = flags u`) with none of its own
     /// pushed, so changing the shell's.
@@ -76,9 +81,10 @@ impl Modes {
         self.on.iter().any(|mode| matches!(mode, 1049 | 1047 | 47))
     }
 
-    /// The kitty keyboard protocol: `CSI > flags u` pushes, `CSI < n u`
-    /// pops n (1 if not given), `CSI = flags ; mode u` changes the top, of
-    /// the screen shown.
+    /// The kitty keyboard protocol, on the stack of the screen shown.
+    ///
+    /// `CSI > flags u` pushes. `CSI < n u` pops n (1 if not given).
+    /// `CSI = flags ; mode u` changes the top.
     fn keyboard(&mut self, marker: u8, params: &vte::Params) {
         let first = params
             .iter()
@@ -145,9 +151,10 @@ impl TerminalModes {
         self.parser.advance(&mut self.modes, output);
     }
 
-    /// What switches the modes now on back off, latest first (the
-    /// alternate screen is left after the modes set in it, and the
-    /// keyboard flags of each screen are undone while it is shown).
+    /// What switches the modes now on back off, latest first.
+    ///
+    /// The alternate screen is left after the modes set in it. The keyboard
+    /// flags of each screen are undone while it is shown.
     pub fn reset(&self) -> String {
         let [main, alternate] = self.modes.keyboard;
         let alternate_shown = self.modes.alternate();
@@ -174,9 +181,9 @@ impl TerminalModes {
             reset.push_str("\x1b[?25h");
         }
         if !reset.is_empty() {
-            // Colours and attributes left set, too; and first, CAN ends
-            // any sequence the output stopped in the middle of, which
-            // would swallow these.
+            // Colours and attributes left set are reset too. And first,
+            // CAN ends any sequence the output stopped in the middle of,
+            // which would swallow these.
             reset.insert(0, '\x18');
             reset.push_str("\x1b[0m");
         }

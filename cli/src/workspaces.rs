@@ -1,6 +1,6 @@
 //! Workspaces as the command line finds them, and their live sessions.
 //!
-//! A workspace is named by id or by name; commands that name none use the
+//! A workspace is named by id or by name. Commands that name none use the
 //! oldest open one named `default`, made on first use.
 
 use anyhow::{Context, bail};
@@ -27,10 +27,12 @@ pub(crate) async fn create_workspace(
         .context("the host-service returned no workspace")
 }
 
-/// Every workspace, oldest first, a page at a time (a host-service from
-/// before pages answers all at once, without a next page); only the open
-/// ones if `open_only`, but for a host-service from before that filter,
-/// so callers that want open ones still look.
+/// Every workspace, oldest first, a page at a time.
+///
+/// A host-service from before pages answers all at once, without a next
+/// page. With `open_only`, only the open ones come. A host-service from
+/// before that filter sends every one, so callers that want open ones
+/// still look.
 pub(crate) async fn list_workspaces(
     clients: &mut Clients,
     open_only: bool,
@@ -53,8 +55,8 @@ pub(crate) async fn list_workspaces(
             workspaces.extend(page.workspaces);
             return Ok(workspaces);
         }
-        // Each page goes on from the last: one that gave nothing or its own
-        // token again would be answered the same for ever.
+        // Each page goes on from the last. A page that gave nothing or its
+        // own token again would be answered the same for ever.
         if page.workspaces.is_empty() || page.next_page_token == page_token {
             bail!("the host-service's ListWorkspaces pages do not go forward");
         }
@@ -73,8 +75,10 @@ pub(crate) fn open_named<'a>(
         .filter(move |w| w.name == name && w.closed_at.is_none())
 }
 
-/// A workspace by id, or the one open workspace with that name. Open ones
-/// are looked at first: a closed one only for a whole id none has.
+/// A workspace by id, or the one open workspace with that name.
+///
+/// Open ones are looked at first. A closed one is looked at only for a
+/// whole id no open one has.
 pub(crate) async fn find_workspace(
     clients: &mut Clients,
     name_or_id: &str,
@@ -102,7 +106,7 @@ pub(crate) async fn find_workspace(
             )
         }
         1 => Ok(named[0].clone()),
-        // The API lets two have one name; a guess could put sessions
+        // The API lets two have one name. A guess could put sessions
         // where the user never looks.
         count => bail!(
             "{count} open workspaces are named {name_or_id:?} ({}): name one by its id",
@@ -135,8 +139,8 @@ pub(crate) async fn workspace_or_default(
     let made = create_workspace(clients, DEFAULT_WORKSPACE)
         .await?
         .workspace_id;
-    // Commands run at once on a fresh database may each make one: all
-    // then use the oldest, and the others close theirs, unused, so no
+    // Commands run at once on a fresh database may each make one. All
+    // then use the oldest, and the others close theirs, unused. So no
     // session ends up where `holdfast ls` does not look.
     let oldest = oldest_default(clients)
         .await?

@@ -1,10 +1,10 @@
 //! Tasks that run beside the requests, owned so they end with the service.
 //!
 //! Two kinds run here. Loops (the supervisor, the reaper) never end by
-//! themselves: shutdown stops them. Clean-up (a kill nobody waits for, a
-//! size given back, a create finished after its client left) ends by
-//! itself: shutdown waits for it, within the grace. Nothing is left
-//! running, or cut off half way, once `run` returns.
+//! themselves, so shutdown stops them. Clean-up ends by itself: a kill
+//! nobody waits for, a size given back, a create finished after its client
+//! left. Shutdown waits for it, within the grace. Nothing is left running,
+//! or cut off half way, once `run` returns.
 
 use std::time::Duration;
 
@@ -17,7 +17,9 @@ use tracing::Instrument;
 pub struct Background {
     /// Every task spawned here, loops and clean-up alike.
     tasks: TaskTracker,
-    /// Cancelled when the service stops: loops end at their next await.
+    /// Cancelled when the service stops.
+    ///
+    /// Loops end at their next await.
     stop: CancellationToken,
 }
 
@@ -30,8 +32,10 @@ impl Background {
         self.tasks.spawn(work.in_current_span())
     }
 
-    /// As [`Self::spawn`], on `runtime`: for code that may run outside one
-    /// (a value dropped after the runtime went).
+    /// As [`Self::spawn`], on `runtime`.
+    ///
+    /// This is for code that may run outside one, such as a value dropped
+    /// after the runtime went.
     pub fn spawn_on<T: Send + 'static>(
         &self,
         work: impl Future<Output = T> + Send + 'static,
@@ -64,8 +68,10 @@ impl Background {
         self.stop.cancel();
     }
 
-    /// Waits, at most `grace`, for every task to end; says whether they all
-    /// did. Tasks still running then are left to the runtime's shutdown.
+    /// Waits at most `grace` for every task to end, and says whether they
+    /// all did.
+    ///
+    /// Tasks still running then are left to the runtime's shutdown.
     pub async fn finish(&self, grace: Duration) -> bool {
         self.stop.cancel();
         self.tasks.close();

@@ -19,8 +19,9 @@ pub enum Error {
     /// The session was disposed and is gone for good.
     #[error("session {0:?} was disposed")]
     SessionDisposed(String),
-    /// The session's program has exited (and the daemon has forgotten
-    /// it): it takes no input or resize.
+    /// The session's program has exited, and the daemon has forgotten it.
+    ///
+    /// It takes no input or resize.
     #[error("session {0:?} has exited")]
     SessionExited(String),
     /// The workspace is closed: nothing new may start in it.
@@ -29,12 +30,15 @@ pub enum Error {
     /// The pty-daemon is needed and cannot be reached in time.
     #[error("the pty-daemon is unavailable: {0}")]
     DaemonUnavailable(String),
-    /// The pty-daemon is known to be down (gone, or not answering): the
-    /// call was not made.
+    /// The pty-daemon is known to be down (gone, or not answering).
+    ///
+    /// The call was not made.
     #[error("{0}")]
     DaemonDown(String),
-    /// The pty-daemon refused the request; its code, reason and metadata
-    /// are passed on, unless the refusal was of this service itself.
+    /// The pty-daemon refused the request.
+    ///
+    /// Its code, reason and metadata are passed on, unless the refusal was
+    /// of this service itself.
     #[error("{}", .0.message())]
     Daemon(tonic::Status),
     /// The database failed.
@@ -60,13 +64,15 @@ impl Error {
         }
     }
 
-    /// Classifies a failed daemon call: transport trouble is unavailability,
-    /// anything else is the daemon's verdict on the request. A field the
-    /// daemon found wrong that a client gave (a spawn's: `Spawn`'s, or
-    /// inside `Start`'s `spawn`; input, a size, a signal) is the field of
-    /// the same name in the host's request; one the host-service filled in
-    /// itself (ids, a list's) is its own fault, and stays the daemon's
-    /// refusal (`DAEMON_FAILED`).
+    /// Classifies a failed daemon call.
+    ///
+    /// Transport trouble is unavailability. Anything else is the daemon's
+    /// verdict on the request. A field the daemon found wrong that a client
+    /// gave is the field of the same name in the host's request. Such a
+    /// field is a spawn's (`Spawn`'s, or inside `Start`'s `spawn`), input,
+    /// a size or a signal. A field the host-service filled in itself (ids,
+    /// a list's) is its own fault. It stays the daemon's refusal
+    /// (`DAEMON_FAILED`).
     pub fn from_daemon(status: tonic::Status) -> Self {
         use tonic::Code;
         match status.code() {
@@ -92,9 +98,11 @@ impl Error {
         ))
     }
 
-    /// Whether a spawn that failed so may still have started its program:
-    /// no answer came, or the daemon failed after taking the request. Its
-    /// refusals (bad input, no such program, an id in use) start nothing.
+    /// Whether a spawn that failed so may still have started its program.
+    ///
+    /// It may if no answer came, or if the daemon failed after taking the
+    /// request. Its refusals (bad input, no such program, an id in use)
+    /// start nothing.
     pub fn may_have_started(&self) -> bool {
         match self {
             Self::DaemonUnavailable(_) => true,
@@ -153,8 +161,9 @@ impl From<Error> for tonic::Status {
 }
 
 /// The field of the client's request that a field of a daemon request
-/// passes on under the same name (a spawn's, inside `Start`'s `spawn` or
-/// not), if it is one.
+/// passes on under the same name, if it is one.
+///
+/// A spawn's fields count, inside `Start`'s `spawn` or not.
 fn clients_field(field: &str) -> Option<&str> {
     let field = field.strip_prefix("spawn.").unwrap_or(field);
     let name = field.split_once('[').map_or(field, |(name, _)| name);
@@ -166,9 +175,11 @@ fn clients_field(field: &str) -> Option<&str> {
 }
 
 /// The daemon's refusal of a request, passed on with its code, reason and
-/// metadata; a failure of the daemon's own, or its refusal of this
-/// service itself (its connection, or a field this service filled in), is
-/// this service's `INTERNAL`: the client's request may be fine.
+/// metadata.
+///
+/// A failure of the daemon's own is this service's `INTERNAL`. So is its
+/// refusal of this service itself (its connection, or a field this service
+/// filled in). The client's request may be fine.
 fn from_daemon_refusal(status: &tonic::Status, message: String) -> Refusal {
     use tonic::Code;
     let code = status.code();
@@ -182,9 +193,9 @@ fn from_daemon_refusal(status: &tonic::Status, message: String) -> Refusal {
         )
     });
     match code {
-        // Its verdicts on the request keep their code: bad input, a session
-        // gone, process or memory limits or input its program has not read
-        // (the daemon is fine, and a retry later may work).
+        // Its verdicts on the request keep their code. They are bad input,
+        // a session gone, process or memory limits, or input its program
+        // has not read (the daemon is fine, and a retry later may work).
         Code::InvalidArgument
         | Code::NotFound
         | Code::PermissionDenied
@@ -215,9 +226,10 @@ fn from_daemon_refusal(status: &tonic::Status, message: String) -> Refusal {
     }
 }
 
-/// Whether a call failed because a timeout on this side passed (its gRPC
-/// deadline, or connecting): tonic's client says so with `CANCELLED` and a
-/// fixed text.
+/// Whether a call failed because a timeout on this side passed.
+///
+/// That timeout is its gRPC deadline, or connecting. Tonic's client says so
+/// with `CANCELLED` and a fixed text.
 pub fn is_deadline(status: &tonic::Status) -> bool {
     status.code() == tonic::Code::Cancelled
         && status.message() == tonic::TimeoutExpired(()).to_string()

@@ -32,8 +32,10 @@ use crate::store::{
 use crate::validate;
 
 /// How long a kill waits for a spawn that got no answer to show up in the
-/// daemon: far longer than a spawn takes, even on a loaded machine, and
-/// than a daemon stalls short of being found dead.
+/// daemon.
+///
+/// It is far longer than a spawn takes, even on a loaded machine. It is
+/// also longer than a daemon stalls short of being found dead.
 const SPAWN_UNDER_WAY_PATIENCE: Duration = Duration::from_secs(30);
 
 /// A daemon session's events, as `Attach` streams them.
@@ -41,14 +43,15 @@ pub(crate) type DaemonEvents =
     Pin<Box<dyn Stream<Item = Result<daemon::AttachResponse, Status>> + Send>>;
 
 /// Whether a session may be used at once, or is to be adopted first.
-// Lives on one request's stack, never in a collection: boxing the row
+// Lives on one request's stack, never in a collection. Boxing the row
 // would buy nothing but an allocation.
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Usable {
     /// This process holds it.
     Held,
-    /// Restored after a restart and not held yet: its row, and the
-    /// adoption begun before the row was read.
+    /// Restored after a restart and not held yet.
+    ///
+    /// It carries its row, and the adoption begun before the row was read.
     Restored {
         /// The session's row.
         row: SessionRow,
@@ -73,9 +76,10 @@ pub struct Host {
     pub(crate) store: Store,
     pub(crate) memory: Arc<HeldSessions>,
     pub(crate) daemon: DaemonClient,
-    /// Separate connections for attach streams, so clients that stop
-    /// reading cannot exhaust the flow-control window that lists, writes
-    /// and kills share.
+    /// Separate connections for attach streams.
+    ///
+    /// Clients that stop reading then cannot exhaust the flow-control
+    /// window that lists, writes and kills share.
     streams: Arc<StreamConnections>,
     live: LiveSessionView,
     /// Bound on daemon calls other than listing (spawn, write, kill...).
@@ -84,9 +88,11 @@ pub struct Host {
     pub(crate) workspaces: Arc<KnownWorkspaces>,
     /// The sizes attached clients show sessions at.
     pub(crate) sizes: Arc<ClientSizes>,
-    /// Resizes take turns, across all sessions (they are rare, and a hung
-    /// daemon holds them up anyway), each until it is recorded in `sizes`,
-    /// so the size a terminal is left at is the one recorded last.
+    /// Resizes take turns, across all sessions.
+    ///
+    /// They are rare, and a hung daemon holds them up anyway. Each keeps
+    /// its turn until it is recorded in `sizes`. So the size a terminal is
+    /// left at is the one recorded last.
     pub(crate) resizing: Arc<tokio::sync::Mutex<()>>,
     /// Clean-up spawned beside the requests, waited for at shutdown.
     pub(crate) background: Background,
@@ -115,8 +121,10 @@ impl Host {
     }
 
     /// An attached client's hold on `session_id`, counted in memory by
-    /// `counted`, whose size (once it sets one) is its own until the
-    /// returned value is dropped; `response` gets its token as metadata.
+    /// `counted`.
+    ///
+    /// The client's size (once it sets one) is its own until the returned
+    /// value is dropped. `response` gets its token as metadata.
     pub(crate) fn client_attachment<T>(
         &self,
         session_id: &str,
@@ -136,14 +144,15 @@ impl Host {
         }
     }
 
-    /// Notes that the client of `attachment`, if any, typed in the session,
-    /// and gives the session that client's size if it has another, before
-    /// the keys it typed go: the program reads them at the size of the
+    /// Notes that the client of `attachment`, if any, typed in the session.
+    ///
+    /// If the session has another size, it gets that client's size before
+    /// the keys it typed go. The program reads them at the size of the
     /// window they were typed in, as tmux resizes before it passes keys on.
     pub(crate) async fn typed_in(&self, session_id: &str, attachment: Option<AttachToken>) {
         if attachment.is_some_and(|attachment| self.sizes.typed(session_id, attachment)) {
-            // On a task of its own, waited for: a caller that gives up
-            // meanwhile does not cancel it, which would leave the size
+            // On a task of its own, waited for. A caller that gives up
+            // meanwhile does not cancel it. Cancelling would leave the size
             // recorded as given and never give it.
             if let Some(resized) = self.apply_size_soon(session_id.to_owned()) {
                 let _ = resized.await;
@@ -152,9 +161,10 @@ impl Host {
     }
 
     /// [`Self::apply_size`] on a task of its own, which no caller giving up
-    /// cancels; the stream's end that calls for it does not wait for it.
-    /// (Streams are dropped on the runtime; outside it there is nothing to
-    /// resize for.)
+    /// cancels.
+    ///
+    /// The stream's end that calls for it does not wait for it. Streams are
+    /// dropped on the runtime; outside it there is nothing to resize for.
     pub(crate) fn apply_size_soon(
         &self,
         session_id: String,
@@ -167,11 +177,13 @@ impl Host {
         )
     }
 
-    /// Gives a session, in its turn, the size it was last given: that of
-    /// the client it went back to when another detached, or of the client
-    /// that typed, unless a resize came since (its size then, already
-    /// applied). A failure (the session gone meanwhile) is logged, and
-    /// leaves the size unknown, so the next activity gives one again.
+    /// Gives a session, in its turn, the size it was last given.
+    ///
+    /// That is the size of the client it went back to when another
+    /// detached, or of the client that typed. If a resize came since, it is
+    /// that resize's size, already applied. A failure (the session gone
+    /// meanwhile) is logged and leaves the size unknown. The next activity
+    /// then gives one again.
     pub(crate) async fn apply_size(&self, session_id: String) {
         let _turn = self.resizing.lock().await;
         let Some((cols, rows)) = self.sizes.current(&session_id) else {
@@ -201,8 +213,8 @@ impl Host {
         self.daemon_up()?;
         match tokio::time::timeout(self.operation_timeout, call).await {
             Ok(Ok(response)) => Ok(response.into_inner()),
-            // The request's own deadline (see `request`), met first: the
-            // same lack of an answer, said the same way.
+            // The request's own deadline (see `request`), met first. It is
+            // the same lack of an answer, said the same way.
             Ok(Err(status)) if crate::error::is_deadline(&status) => {
                 Err(Error::no_answer(what, self.operation_timeout))
             }
@@ -247,13 +259,15 @@ impl Host {
     }
 
     /// Starts a new session's program with its events streamed from the
-    /// first byte (the daemon's `Start`). Only the start and its first
-    /// message are bounded by the operation timeout, not the stream. The
-    /// stream goes over a connection for output streams, as an
-    /// `AttachSession`'s does, so it flows as one would.
+    /// first byte (the daemon's `Start`).
+    ///
+    /// Only the start and its first message are bounded by the operation
+    /// timeout, not the stream. The stream goes over a connection for
+    /// output streams, as an `AttachSession`'s does, so it flows as one
+    /// would.
     ///
     /// A daemon of an earlier version, kept running across an upgrade of
-    /// the host-service, has no `Start`: then it is `Spawn` and `Attach`.
+    /// the host-service, has no `Start`. Then it is `Spawn` and `Attach`.
     pub(crate) async fn start(
         &self,
         spawn: daemon::SpawnRequest,
@@ -289,8 +303,8 @@ impl Host {
                     Ok((events, _)) => Ok((session, events)),
                     Err(error) => {
                         // Nothing is acknowledged yet, and the program runs
-                        // whatever the error says: it ends here (`create`
-                        // ends only what a failed spawn may have started).
+                        // whatever the error says. So it ends here: `create`
+                        // ends only what a failed spawn may have started.
                         tracing::warn!(session_id = %session.session_id, %error, "started a session but could not stream it");
                         self.end_unregistered(&session.session_id);
                         Err(error)
@@ -302,6 +316,7 @@ impl Host {
     }
 
     /// Has the daemon kill a session, with its default signal and grace.
+    ///
     /// Every caller has stamped the row first (or has none), so the reaper
     /// ends the session if this fails.
     pub(crate) async fn kill(&self, session_id: &str) -> Result<()> {
@@ -329,10 +344,11 @@ impl Host {
         self.daemon_call("kill", client.kill(kill)).await.map(drop)
     }
 
-    /// Ends a session that started but must never become visible, on a
-    /// task of its own (the refusal its creator gets does not wait on the
-    /// daemon); the reaper ends it if this fails (its row is stamped or
-    /// missing).
+    /// Ends a session that started but must never become visible.
+    ///
+    /// It runs on a task of its own, so the refusal its creator gets does
+    /// not wait on the daemon. If this fails, the reaper ends it: its row
+    /// is stamped or missing.
     pub(crate) fn end_unregistered(&self, session_id: &str) {
         let host = self.clone();
         let session_id = session_id.to_owned();
@@ -343,11 +359,13 @@ impl Host {
         });
     }
 
-    /// Ends a session whose spawn got no answer. The daemon may still
-    /// start it: the spawn under way (in no list, so not to be killed
-    /// yet), or not even read (a daemon hung for a while). So a kill that
-    /// finds no such session, or gets no answer, is tried again for a
-    /// while rather than leaving the program to the reaper's next pass.
+    /// Ends a session whose spawn got no answer.
+    ///
+    /// The daemon may still start it. The spawn may be under way (in no
+    /// list, so not to be killed yet), or not even read (a daemon hung for
+    /// a while). So a kill that finds no such session, or gets no answer,
+    /// is tried again for a while rather than leaving the program to the
+    /// reaper's next pass.
     pub(crate) async fn end_if_started(&self, session_id: &str) {
         let give_up = tokio::time::Instant::now() + SPAWN_UNDER_WAY_PATIENCE;
         let mut pause = Duration::from_millis(20);
@@ -400,8 +418,8 @@ impl Host {
         if self.memory.contains(session_id) {
             return Ok(Usable::Held);
         }
-        // Begun before the row is read: a dispose stamping it after the
-        // read still keeps the session out of memory.
+        // Begun before the row is read. A dispose stamping it after the
+        // read then still keeps the session out of memory.
         let adoption = self.memory.begin_adopt(session_id);
         let row = self.undisposed_row(session_id).await?;
         tracing::debug!(%session_id, "adopting a restored session once the daemon answers for it");
@@ -514,11 +532,12 @@ impl Host {
         }
     }
 
-    /// Records and starts a session (`CreateSession`), its program started
-    /// by `launch` ([`Host::spawn`] or [`Host::start`], whose second part
-    /// it returns too). When `attached`, it is registered with one
-    /// attachment, which the caller takes over with
-    /// [`HeldSessions::attachment`]: no list ever shows it detached.
+    /// Records and starts a session (`CreateSession`).
+    ///
+    /// Its program is started by `launch`: [`Host::spawn`] or
+    /// [`Host::start`], whose second part it returns too. When `attached`,
+    /// it is registered with one attachment, which the caller takes over
+    /// with [`HeldSessions::attachment`]. So no list ever shows it detached.
     pub(crate) async fn create<L, E>(
         &self,
         request: pb::CreateSessionRequest,
@@ -544,10 +563,10 @@ impl Host {
             .memory
             .finish_create(&new.id, spawned.alive.then(|| new.in_memory(&spawned)));
         if !registered {
-            // Its workspace was closed, or it was disposed (by its own
-            // program, say, which knows its id at once), while it was
-            // starting: it never becomes visible; the row's stamp makes the
-            // reaper's kill stick if this one fails.
+            // Its workspace was closed, or it was disposed, while it was
+            // starting. The disposer may be its own program, say, which
+            // knows its id at once. It never becomes visible. The row's
+            // stamp makes the reaper's kill stick if this one fails.
             self.end_unregistered(&new.id);
             // Unread, it was most likely the close.
             let closed = match self.store.workspace(&new.workspace_id).await {
@@ -564,11 +583,12 @@ impl Host {
         Ok((new.into_proto(spawned), events))
     }
 
-    /// Writes a new session's row, then starts its program: a create
-    /// refused for its workspace (closed meanwhile, by this process or
-    /// another) or for the database never runs its program, not even for a
-    /// moment. (Both at once saved 0.1–0.3 ms of a ~2 ms spawn:
-    /// BENCHMARKS.md.)
+    /// Writes a new session's row, then starts its program.
+    ///
+    /// A create refused for its workspace (closed meanwhile, by this process
+    /// or another) or for the database never runs its program, not even for
+    /// a moment. Doing both at once, where the workspace is known to be
+    /// open, saves 0.1–0.3 ms of a ~2 ms spawn (BENCHMARKS.md).
     ///
     /// On failure nothing is left behind: no row, and no program that may
     /// have started.
@@ -586,7 +606,7 @@ impl Host {
             Ok(launched) => Ok(launched),
             Err(error) => {
                 // Nothing was acknowledged, so the row goes. Without an
-                // answer the program may have started all the same: it is
+                // answer the program may have started all the same. It is
                 // ended now rather than left to the reaper, without holding
                 // up the answer.
                 if error.may_have_started() {
@@ -616,7 +636,7 @@ impl Host {
         for session_id in &stamped {
             self.memory.remove(session_id);
         }
-        // Stamped rows are never listed again; killing them is the reaper's
+        // Stamped rows are never listed again. Killing them is the reaper's
         // job if the daemon cannot be reached now.
         let kills = stamped.iter().map(|session_id| async move {
             if let Err(error) = self.kill(session_id).await {
@@ -650,7 +670,7 @@ impl Host {
             .ok_or_else(|| Error::SessionNotFound(session_id.clone()))?;
         self.memory.remove(&session_id);
         // Each disposal sends its own signal, as `docker kill` after a
-        // `docker stop` does: a SIGKILL need not wait out an earlier grace.
+        // `docker stop` does. A SIGKILL need not wait out an earlier grace.
         match self.kill_with(&session_id, sent, grace).await {
             // The exit, when the daemon reports it, marks the row disposed.
             Ok(_) => {}
@@ -681,9 +701,11 @@ impl Host {
         })
     }
 
-    /// Sends input to a session's terminal (`WriteInput`, `SendInput`):
-    /// on its input stream to the daemon while this process knows the
-    /// session, else as a request of its own, adopting a restored session.
+    /// Sends input to a session's terminal (`WriteInput`, `SendInput`).
+    ///
+    /// While this process knows the session, the input goes on its input
+    /// stream to the daemon. Otherwise it goes as a request of its own,
+    /// adopting a restored session.
     pub(crate) async fn write(&self, session_id: &str, data: prost::bytes::Bytes) -> Result<()> {
         validate::write_len(data.len())?;
         if let Some(input) = self.memory.input(session_id) {
@@ -707,9 +729,11 @@ impl Host {
         Ok(())
     }
 
-    /// Opens the daemon's attach stream of a session (for an onlooker,
-    /// a look or a watch, unpaced). Only the opening is bounded by the operation timeout; the
-    /// stream itself is not.
+    /// Opens the daemon's attach stream of a session.
+    ///
+    /// For an onlooker (a look or a watch), the stream is unpaced. Only the
+    /// opening is bounded by the operation timeout; the stream itself is
+    /// not.
     pub(crate) async fn open_stream(
         &self,
         session_id: &str,
@@ -734,12 +758,14 @@ impl Host {
         Ok((slot.held_by(events).boxed(), live_from))
     }
 
-    /// A look at a session: the events of `open` (its attach stream from
-    /// `from_offset`) up to the output written by now, and its exit if it
-    /// has exited. Nothing is registered or counted as attached: a look
-    /// changes nothing, as a list does not. The host cuts the stream
-    /// itself, at the offset the daemon lists, so any daemon serves it:
-    /// one that outlived an update included.
+    /// A look at a session.
+    ///
+    /// It is the events of `open` (its attach stream from `from_offset`) up
+    /// to the output written by now, and its exit if it has exited. Nothing
+    /// is registered or counted as attached: a look changes nothing, as a
+    /// list does not. The host cuts the stream itself, at the offset the
+    /// daemon lists. So any daemon serves it, one that outlived an update
+    /// included.
     pub(crate) async fn look(
         &self,
         session_id: &str,
@@ -757,7 +783,7 @@ impl Host {
             Err(error) => return or_the_recorded_exit(error, row.as_ref()),
         };
         // Not listed though its stream opened: forgotten in between, which
-        // only an exited session is; its stream ends with the exit.
+        // only an exited session is. Its stream ends with the exit.
         let Some(listed) = listed? else {
             return Ok(events);
         };
@@ -797,9 +823,9 @@ impl Host {
     ///
     /// Its client may be gone, or its deadline passed. A create, a dispose
     /// or a close then finishes what it began (a row written, a program
-    /// started, sessions forgotten) instead of leaving it half done: a
-    /// creation the reaper would wait on forever, a stamped session still
-    /// listed. Shutdown waits for it too.
+    /// started, sessions forgotten) instead of leaving it half done. Half
+    /// done would be a creation the reaper waits on forever, or a stamped
+    /// session still listed. Shutdown waits for it too.
     pub(crate) async fn to_completion<T: Send + 'static>(
         &self,
         work: impl Future<Output = Result<T>> + Send + 'static,
@@ -854,9 +880,11 @@ fn is_forgotten_end(error: &Error, row: &SessionRow) -> bool {
         && row.status() == RowStatus::Exited
 }
 
-/// A write or resize refused by the daemon as `error`: for a session whose
-/// row says it exited, that is why (as the daemon says of an exited
-/// session it still holds), not that there is no such session.
+/// A write or resize refused by the daemon as `error`.
+///
+/// For a session whose row says it exited, the exit is why, as the daemon
+/// says of an exited session it still holds. It is not that there is no
+/// such session.
 pub(crate) fn ended_if_forgotten(error: Error, usable: &Usable) -> Error {
     match usable.row() {
         Some(row) if is_forgotten_end(&error, row) => Error::SessionExited(row.id.clone()),
@@ -864,9 +892,10 @@ pub(crate) fn ended_if_forgotten(error: Error, usable: &Usable) -> Error {
     }
 }
 
-/// An attach stream that failed to open as `error`: for a session whose
-/// row says it exited and that the daemon forgot, its output is gone, and
-/// the stream is its exit, as its row recorded it.
+/// An attach stream that failed to open as `error`.
+///
+/// For a session whose row says it exited and that the daemon forgot, its
+/// output is gone. The stream is then its exit, as its row recorded it.
 pub(crate) fn or_the_recorded_exit(error: Error, row: Option<&SessionRow>) -> Result<DaemonEvents> {
     let Some(row) = row.filter(|row| is_forgotten_end(&error, row)) else {
         return Err(error);
@@ -880,10 +909,12 @@ pub(crate) fn or_the_recorded_exit(error: Error, row: Option<&SessionRow>) -> Re
     Ok(futures_util::stream::once(std::future::ready(Ok(exited))).boxed())
 }
 
-/// An attached client's hold on its session while its stream is open: the
-/// session counts as attached (in memory) and the size its client sets is
-/// its own. Once dropped, if the session still has that size, it goes
-/// back to the size of a client still attached (see `client_sizes`).
+/// An attached client's hold on its session while its stream is open.
+///
+/// The session counts as attached (in memory), and the size its client
+/// sets is its own. Once dropped, if the session still has that size, it
+/// goes back to the size of a client still attached (see
+/// `sessions/client_sizes.rs`).
 pub(crate) struct ClientAttachment {
     _counted: AttachGuard,
     host: Host,

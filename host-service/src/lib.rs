@@ -1,7 +1,8 @@
-//! The host-service: the gRPC service clients use. It keeps workspaces and
-//! session rows in a database and answers "which sessions does this
-//! workspace have?" from the pty-daemon and the database, so sessions
-//! survive restarts of this process in every list.
+//! The host-service: the gRPC service clients use.
+//!
+//! It keeps workspaces and session rows in a database. It answers "which
+//! sessions does this workspace have?" from the pty-daemon and the
+//! database, so sessions survive restarts of this process in every list.
 
 mod background;
 mod daemon;
@@ -149,7 +150,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     background.spawn(Arc::clone(&reaper).run_every(config.reap_interval, background.stopped()));
     tracing::info!(%address, socket = %config.daemon_socket.display(), version = holdfast_api::VERSION, "host-service serving");
 
-    // Both before serving: a signal sent once the service has answered must
+    // Both before serving. A signal sent once the service has answered must
     // stop it cleanly, never by the default action.
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(StartError::Signals)?;

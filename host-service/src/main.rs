@@ -1,6 +1,8 @@
-//! `host-service`: serve the holdfast API. Run under the name `pty-daemon`
-//! (argv[0]), the same binary is the daemon, which is how it launches a
-//! daemon of exactly its own version without looking for another file.
+//! `host-service`: serve the holdfast API.
+//!
+//! Run under the name `pty-daemon` (argv[0]), the same binary is the
+//! daemon. That is how it launches a daemon of exactly its own version
+//! without looking for another file.
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;

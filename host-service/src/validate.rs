@@ -58,9 +58,11 @@ pub fn id<'a>(field: &str, value: &'a str) -> Result<&'a str> {
     Ok(value)
 }
 
-/// Names and titles: at most 200 characters, none of them a control
-/// character or one that changes how the text around it shows (see
-/// [`is_hidden_or_reordering`]). Names are also non-blank.
+/// Names and titles: at most 200 characters.
+///
+/// None of them may be a control character, or one that changes how the
+/// text around it shows (see [`is_hidden_or_reordering`]). Names are also
+/// non-blank.
 pub fn text(field: &str, value: &str, required: bool) -> Result<()> {
     if required && value.trim().is_empty() {
         return Err(Error::invalid(field, format!("{field} is required")));
@@ -90,11 +92,13 @@ pub fn text(field: &str, value: &str, required: bool) -> Result<()> {
     Ok(())
 }
 
-/// Characters that would let a name or title pass for another in a list:
-/// the bidirectional controls (the ones rustc warns of in source code),
-/// invisible ones (zero-width space, word joiner, the byte-order mark,
-/// soft hyphen) and the line and paragraph separators. The zero-width
-/// (non-)joiners stay: emoji sequences and Persian or Indic text use them.
+/// Characters that would let a name or title pass for another in a list.
+///
+/// They are the bidirectional controls (the ones rustc warns of in source
+/// code), invisible ones (zero-width space, word joiner, the byte-order
+/// mark, soft hyphen) and the line and paragraph separators. The
+/// zero-width (non-)joiners stay: emoji sequences and Persian or Indic
+/// text use them.
 fn is_hidden_or_reordering(c: char) -> bool {
     matches!(
         c,
@@ -110,9 +114,11 @@ fn is_hidden_or_reordering(c: char) -> bool {
     )
 }
 
-/// A disposal's first signal (SIGHUP if none is given) and its grace
-/// period (the default if none is given; none for SIGKILL, which leaves
-/// nothing to wait for).
+/// A disposal's first signal and its grace period.
+///
+/// The signal is SIGHUP if none is given. The grace period is the default
+/// if none is given, and none for SIGKILL, which leaves nothing to wait
+/// for.
 pub fn disposal(signal: i32, grace_ms: Option<u32>) -> Result<(pb::Signal, Duration)> {
     let signal = pb::Signal::try_from(signal).map_err(|_| {
         Error::invalid("signal", format!(
@@ -168,8 +174,9 @@ pub fn size(cols: u32, rows: u32) -> Result<()> {
 }
 
 /// The `attachment` of a resize or of input (`ResizeSessionRequest`,
-/// `WriteInputRequest`, `SendInputRequest`): empty, or a token from a
-/// `holdfast-attachment` header (a number).
+/// `WriteInputRequest`, `SendInputRequest`).
+///
+/// It is empty, or a token from a `holdfast-attachment` header (a number).
 pub fn attachment(value: &str) -> Result<Option<crate::sessions::client_sizes::AttachToken>> {
     if value.is_empty() {
         return Ok(None);

@@ -1,5 +1,7 @@
-//! The host-service's command line. (Being an integration test of this
-//! package also makes `cargo test` build the binary the root `tests/` start.)
+//! The host-service's command line.
+//!
+//! Being an integration test of this package also makes `cargo test` build
+//! the binary the root `tests/` start.
 
 use std::os::unix::process::CommandExt;
 use std::process::Command;

@@ -1,5 +1,7 @@
-//! A session's input stream (`host_service::SessionInput`) against the real
-//! daemon: this binary run as `pty-daemon`, on a socket in a temp dir.
+//! A session's input stream against the real daemon.
+//!
+//! The stream is `host_service::SessionInput`. The daemon is this binary run
+//! as `pty-daemon`, on a socket in a temp dir.
 
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};

@@ -1,10 +1,12 @@
-//! Accepting connections without spinning. A listener that cannot accept
-//! (the process is out of descriptors: EMFILE; the system is: ENFILE; out
-//! of memory) stays readable, and tonic's own accept loop retries at once,
-//! so a service at its descriptor limit burned a whole CPU until one
-//! freed. Here such a failure pauses accepting for a moment, and is logged
-//! once per spell rather than once per try. A failure of one connection
-//! (aborted before it was accepted) is only skipped.
+//! Accepting connections without spinning.
+//!
+//! A listener can fail to accept because the process is out of descriptors
+//! (EMFILE), the system is (ENFILE), or memory is out. It then stays
+//! readable, and tonic's own accept loop retries at once. So a service at its
+//! descriptor limit burns a whole CPU until one frees. Here such a failure
+//! pauses accepting for a moment. It is logged once per spell rather than
+//! once per try. A failure of one connection (aborted before it was
+//! accepted) is only skipped.
 
 use std::time::Duration;
 
@@ -18,8 +20,10 @@ pub struct AcceptBackoff {
 }
 
 impl AcceptBackoff {
-    /// The accepted connection; or, when accepting failed, `None` after
-    /// logging the failure and pausing for `PAUSE`.
+    /// The accepted connection, or `None` when accepting failed.
+    ///
+    /// Before it gives `None` for a failure, it logs the failure and pauses
+    /// for `PAUSE`.
     pub async fn accepted<T>(&mut self, result: std::io::Result<T>) -> Option<T> {
         match result {
             Ok(connection) => {

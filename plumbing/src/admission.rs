@@ -1,7 +1,8 @@
-//! One tower layer for "may this request in?", shared by both servers: the
-//! daemon's peer-uid check, the host-service's token and Host checks and
-//! its refusal of what is not gRPC say who is admitted; this answers
-//! everyone else before any service runs.
+//! One tower layer for "may this request in?", shared by both servers.
+//!
+//! Rules say who is admitted. They are the daemon's peer-uid check, the
+//! host-service's token and Host checks, and its refusal of what is not
+//! gRPC. This layer answers everyone else before any service runs.
 
 use std::task::{Context, Poll};
 
@@ -9,8 +10,9 @@ use futures_util::future::{Either, Ready, ready};
 
 /// A rule for requests: `Ok` admits, `Err` is the answer instead.
 pub trait Admit: Clone {
-    /// What a refused request is answered with: a gRPC status, or an HTTP
-    /// response of its own.
+    /// What a refused request is answered with.
+    ///
+    /// It is a gRPC status, or an HTTP response of its own.
     type Refusal;
 
     fn admit<B>(&self, request: &http::Request<B>) -> Result<(), Self::Refusal>;

@@ -1,15 +1,19 @@
-//! The client half of holdfast's input streams (the daemon's `Input`, the
-//! host-service's `SendInput`): writes go out as messages on one request
-//! stream, and each is answered in order on the response stream.
+//! The client half of holdfast's input streams.
+//!
+//! These are the daemon's `Input` and the host-service's `SendInput`. Writes
+//! go out as messages on one request stream. Each is answered in order on
+//! the response stream.
 
 use futures_util::{Stream, StreamExt};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Status, Streaming};
 
-/// The request stream to open an input stream with (a generated client's
-/// call), and the sender of the writes after `first`. `first` leaves with
-/// the request's headers, so opening costs no round trip of its own.
+/// The request stream to open an input stream with, and a sender of writes.
+///
+/// The request stream is for a generated client's call. The sender carries
+/// the writes after `first`. `first` leaves with the request's headers, so
+/// opening costs no round trip of its own.
 pub fn requests<Req: Send + 'static>(
     first: Req,
 ) -> (mpsc::Sender<Req>, impl Stream<Item = Req> + Send + 'static) {
@@ -20,9 +24,9 @@ pub fn requests<Req: Send + 'static>(
 
 /// An open input stream, one write in flight at a time.
 ///
-/// A `send` dropped before its answer leaves the stream unusable (the
-/// answer still on its way belongs to that write): later ones are refused,
-/// and the caller opens another stream.
+/// A `send` dropped before its answer leaves the stream unusable. The answer
+/// still on its way belongs to that write. Later sends are refused, and the
+/// caller opens another stream.
 pub struct AnsweredStream<Req, Resp> {
     writes: mpsc::Sender<Req>,
     answers: Streaming<Resp>,
@@ -54,7 +58,7 @@ impl<Req: Send + 'static, Resp> AnsweredStream<Req, Resp> {
         }
         self.awaiting = true;
         if self.writes.send(write).await.is_err() {
-            // The server ended the stream: nothing was sent, and how the
+            // The server ended the stream. Nothing was sent, and how the
             // stream ended is the answer.
             return match self.answers.message().await {
                 Err(status) => Err(status),

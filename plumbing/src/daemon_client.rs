@@ -1,4 +1,7 @@
 //! A gRPC client for the pty-daemon over its unix socket.
+//!
+//! It checks that the socket is served by this user. Its connections come
+//! with windows for lists and for output streams that may go unread.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,7 +31,7 @@ pub enum ConnectError {
 
 /// An endpoint whose connections go to the unix socket at `path`.
 ///
-/// The URI is a placeholder: HTTP/2 servers reject a socket path as
+/// The URI is a placeholder. HTTP/2 servers reject a socket path as
 /// `:authority`, so requests carry `localhost`.
 fn endpoint() -> Endpoint {
     // Wide HTTP/2 windows, so a large List or an output burst is not paced
@@ -69,7 +72,7 @@ fn connector(
 
 /// Connects now, waiting at most `timeout` for the socket to accept.
 ///
-/// Its windows suit lists and output read as it comes; a caller whose
+/// Its windows suit lists and output read as it comes. A caller whose
 /// output streams may go unread for long should keep to the windows of
 /// [`connect_streams_lazy`] (see [`crate::small_frames`]).
 pub async fn connect(path: &Path, timeout: Duration) -> Result<DaemonClient, ConnectError> {
@@ -77,8 +80,10 @@ pub async fn connect(path: &Path, timeout: Duration) -> Result<DaemonClient, Con
     Ok(client(channel))
 }
 
-/// The bare channel [`connect`] makes, for callers that speak to the
-/// daemon without the generated client (raw requests in tests).
+/// The bare channel [`connect`] makes.
+///
+/// It is for callers that speak to the daemon without the generated client
+/// (raw requests in tests).
 pub async fn connect_channel(path: &Path, timeout: Duration) -> Result<Channel, ConnectError> {
     endpoint()
         .connect_timeout(timeout)
@@ -90,16 +95,18 @@ pub async fn connect_channel(path: &Path, timeout: Duration) -> Result<Channel, 
         })
 }
 
-/// A client as [`client`] makes, on a lazy channel as
-/// [`connect_channel_lazy`]'s but with other windows, for a connection that
-/// carries output streams relayed to other clients, some of which may stop
-/// reading: at most [`OUTPUT_STREAMS_PER_CONNECTION`] of them.
+/// A client for a connection of output streams relayed to other clients.
+///
+/// It is a client as [`client`] makes, on a lazy channel as
+/// [`connect_channel_lazy`]'s but with other windows. Some of the clients
+/// the streams are relayed to may stop reading. The connection carries at
+/// most [`OUTPUT_STREAMS_PER_CONNECTION`] of them.
 ///
 /// A stream whose reader stops keeps what the daemon sent it, unread, up
 /// to its own window. Under the usual connection window a few such
-/// streams would use it all up, and no other stream on the connection
+/// streams would use it all up. Then no other stream on the connection
 /// could receive a byte. Here the connection's window is HTTP/2's
-/// largest, so only each stream's window bounds it: what a stalled
+/// largest, so only each stream's window bounds it. What a stalled
 /// reader holds is its own, at most 1 MiB (a default scrollback ring).
 pub fn connect_streams_lazy(path: &Path, connect_timeout: Duration) -> DaemonClient {
     let endpoint = endpoint()
@@ -108,19 +115,23 @@ pub fn connect_streams_lazy(path: &Path, connect_timeout: Duration) -> DaemonCli
     client(lazy_channel(endpoint, path, connect_timeout))
 }
 
-/// Flow-control window of each output stream: enough that a unix socket
-/// never waits on it (throughput measured the same as with 4 MiB).
+/// Flow-control window of each output stream.
+///
+/// It is enough that a unix socket never waits on it. Throughput measured
+/// the same as with 4 MiB.
 const STREAM_WINDOW: u32 = 1 << 20;
 
 /// HTTP/2's largest flow-control window (RFC 9113, 6.9.1).
 const LARGEST_WINDOW: u32 = (1 << 31) - 1;
 
 /// How many output streams one of [`connect_streams_lazy`]'s connections
-/// may carry. Each whose reader stopped holds its window of frames unread,
-/// and h2 drops the connection, every stream on it, once such frames cost
-/// more than its budget (see [`crate::small_frames`]): with 1 MiB windows,
-/// about 40 streams of small frames, stopped, would. A busier host opens
-/// more connections.
+/// may carry.
+///
+/// Each stream whose reader stopped holds its window of frames unread. h2
+/// drops the connection, every stream on it, once such frames cost more
+/// than its budget (see [`crate::small_frames`]). With 1 MiB windows, about
+/// 40 stopped streams of small frames would cost that much. A busier host
+/// opens more connections.
 pub const OUTPUT_STREAMS_PER_CONNECTION: usize = 32;
 const _: () = assert!(crate::small_frames::stalled_streams_fit(
     OUTPUT_STREAMS_PER_CONNECTION as u64,
@@ -128,16 +139,18 @@ const _: () = assert!(crate::small_frames::stalled_streams_fit(
     LARGEST_WINDOW
 ));
 
-/// A channel that connects on first use and reconnects after failures, so
-/// a long-lived caller survives daemon restarts. [`client`] makes the
-/// daemon's client of it; the daemon's other services (its health) share
-/// it.
+/// A channel that connects on first use and reconnects after failures.
+///
+/// A long-lived caller survives daemon restarts with it. [`client`] makes
+/// the daemon's client of it. The daemon's other services (its health)
+/// share it.
 pub fn connect_channel_lazy(path: &Path, connect_timeout: Duration) -> Channel {
     lazy_channel(endpoint(), path, connect_timeout)
 }
 
-/// The daemon's client on `channel`, taking answers of any size (a list of
-/// thousands of sessions).
+/// The daemon's client on `channel`.
+///
+/// It takes answers of any size, such as a list of thousands of sessions.
 pub fn client(channel: Channel) -> DaemonClient {
     PtyDaemonClient::new(channel).max_decoding_message_size(usize::MAX)
 }

@@ -1,9 +1,10 @@
 //! Plumbing the holdfast binaries share.
 //!
-//! The pieces below the gRPC surface that the pty-daemon, the host-service
-//! and the CLI each need: the daemon's unix-socket client, admission and
-//! size limits for servers, the accept loop's back-off, reflection and
-//! logging set-up, default paths, and readers of `/proc`.
+//! It holds the pieces below the gRPC surface that the pty-daemon, the
+//! host-service and the CLI each need. These are the daemon's unix-socket
+//! client, admission and size limits for servers, and the accept loop's
+//! back-off. There are also reflection and logging set-up, default paths,
+//! and readers of `/proc`.
 
 pub mod accept_backoff;
 pub mod admission;

@@ -1,5 +1,7 @@
-//! Log set-up shared by the service binaries: human lines or JSON on
-//! stderr, filtered by `RUST_LOG` (default `info`).
+//! Log set-up shared by the service binaries.
+//!
+//! Lines go to stderr, as human-readable text or as JSON. `RUST_LOG` filters
+//! them, with `info` as the default.
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -10,7 +12,9 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the global subscriber; `ansi` colours text lines.
+/// Installs the global subscriber.
+///
+/// `ansi` colours text lines.
 pub fn init(format: LogFormat, ansi: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));

@@ -1,12 +1,15 @@
-//! Who is at the other end of a loopback TCP connection. Unlike a unix
-//! socket (whose peer's credentials the kernel hands over), TCP on
-//! 127.0.0.1 reaches every account on the machine; but both ends of a
-//! loopback connection are this machine's sockets, and the kernel tells
-//! the uid that made each (sock_diag). That is how the host-service,
-//! serving its own user on loopback, tells that user's programs (a CLI, a
-//! browser, grpcurl) from another user's, and how the CLI makes sure the
-//! port it reaches is its own user's host-service, not something another
-//! user started there while it was down.
+//! Who is at the other end of a loopback TCP connection.
+//!
+//! On a unix socket, the kernel hands over the peer's credentials. TCP on
+//! 127.0.0.1 reaches every account on the machine instead. But both ends of
+//! a loopback connection are this machine's sockets. The kernel tells the
+//! uid that made each (sock_diag).
+//!
+//! The host-service serves its own user on loopback. This is how it tells
+//! that user's programs (a CLI, a browser, grpcurl) from another user's.
+//! It is also how the CLI makes sure the port it reaches is its own user's
+//! host-service. Otherwise it could be something another user started
+//! there while the host-service was down.
 
 use std::net::SocketAddr;
 
@@ -27,10 +30,11 @@ pub enum PeerError {
     /// The kernel's answer was not one this reads.
     #[error("the kernel's answer about the socket is unreadable: {0}")]
     Answer(String),
-    /// The socket is not one whose owner the kernel reports: a socket
-    /// closed and waiting out its time (TIME_WAIT), or one whose handshake
-    /// the listener has not finished (SYN_RECV): both report uid 0,
-    /// whoever made them.
+    /// The socket is not one whose owner the kernel reports.
+    ///
+    /// It is a socket closed and waiting out its time (TIME_WAIT), or one
+    /// whose handshake the listener has not finished (SYN_RECV). Both
+    /// report uid 0, whoever made them.
     #[error("the socket's owner cannot be told in its state ({state})")]
     OwnerUnknown {
         /// The TCP state, as the kernel numbers them.
@@ -45,20 +49,25 @@ pub struct PeerSocket {
     pub uid: u32,
     /// Its TCP state, as the kernel numbers them.
     pub state: u8,
-    /// Its inode: 0 once no process holds it (closed, or still in its
-    /// listener's queue).
+    /// Its inode.
+    ///
+    /// It is 0 once no process holds it: closed, or still in its listener's
+    /// queue.
     pub inode: u32,
 }
 
 impl PeerSocket {
-    /// Whether its handshake is still under way on the listener's side:
-    /// asked again a moment later, it is a full socket.
+    /// Whether its handshake is still under way on the listener's side.
+    ///
+    /// Asked again a moment later, it is a full socket.
     pub fn handshaking(&self) -> bool {
         self.state == TCP_SYN_RECV
     }
 
-    /// The owner, if the kernel reports the real one: not for a socket
-    /// waiting out its time or still handshaking (both report uid 0).
+    /// The owner, if the kernel reports the real one.
+    ///
+    /// It does not for a socket waiting out its time or still handshaking.
+    /// Both report uid 0.
     pub fn owner(&self) -> Result<u32, PeerError> {
         if matches!(self.state, TCP_SYN_RECV | TCP_TIME_WAIT) {
             return Err(PeerError::OwnerUnknown { state: self.state });
@@ -66,9 +75,10 @@ impl PeerSocket {
         Ok(self.uid)
     }
 
-    /// The owner of a client's end, as its server sees it: a socket a
-    /// process still holds (a client that closed already could be
-    /// anyone's: its socket may report uid 0).
+    /// The owner of a client's end, as its server sees it.
+    ///
+    /// The socket must be one a process still holds. A client that closed
+    /// already could be anyone's, since its socket may report uid 0.
     pub fn client_owner(&self) -> Result<u32, PeerError> {
         if self.inode == 0 {
             return Err(PeerError::OwnerUnknown { state: self.state });
@@ -78,10 +88,12 @@ impl PeerSocket {
 }
 
 /// The socket at `peer` connected to this end, `local`, as the kernel
-/// sees it: one exact lookup through sock_diag (`ss` asks the same way). Reading
-/// `/proc/net/tcp` instead walks the kernel's whole hash table, 5 ms here
-/// however few sockets there are. Meaningful for loopback connections
-/// only (for others the other end is not this machine's).
+/// sees it.
+///
+/// It is one exact lookup through sock_diag (`ss` asks the same way).
+/// Reading `/proc/net/tcp` instead walks the kernel's whole hash table,
+/// 5 ms here however few sockets there are. It is meaningful for loopback
+/// connections only. For others the other end is not this machine's.
 pub fn lookup(local: SocketAddr, peer: SocketAddr) -> Result<PeerSocket, PeerError> {
     let socket = netlink_sys::Socket::new(NETLINK_SOCK_DIAG)?;
     socket.connect(&netlink_sys::SocketAddr::new(0, 0))?;
@@ -127,8 +139,9 @@ pub fn lookup(local: SocketAddr, peer: SocketAddr) -> Result<PeerSocket, PeerErr
     }
 }
 
-/// Whether a socket owned by `uid` is this process's user's (or root's,
-/// who could act as that user anyway).
+/// Whether a socket owned by `uid` is this process's user's.
+///
+/// Root's counts too, since root could act as that user anyway.
 pub fn is_trusted(uid: u32) -> bool {
     uid == 0 || uid == rustix::process::getuid().as_raw()
 }

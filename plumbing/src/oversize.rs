@@ -1,11 +1,13 @@
 //! A request over a server's size limit, refused as gRPC's status codes
-//! have it (RESOURCE_EXHAUSTED, as grpc-go, grpc-java and gRPC core
-//! answer), with holdfast's reason and the limit, rather than as tonic
-//! does (OUT_OF_RANGE, which means a value outside a valid range, and no
-//! reason). Shared by both servers.
+//! have it.
+//!
+//! The refusal is RESOURCE_EXHAUSTED, as grpc-go, grpc-java and gRPC core
+//! answer, with holdfast's reason and the limit. tonic answers OUT_OF_RANGE
+//! instead, which means a value outside a valid range, and gives no reason.
+//! Both servers share this.
 //!
 //! A request refused before any handler ran is answered with a status
-//! alone, which [`OversizeLayer`] rewrites; a request stream's later
+//! alone, which [`OversizeLayer`] rewrites. A request stream's later
 //! message over the limit reaches its handler as an error, which
 //! [`relabelled`] rewrites.
 
@@ -55,8 +57,9 @@ where
     }
 }
 
-/// An answer that is only tonic's oversize refusal (a trailers-only
-/// response), as holdfast's.
+/// An answer that is only tonic's oversize refusal, as holdfast's.
+///
+/// Such an answer is a trailers-only response.
 fn rewrite_response<B>(mut response: http::Response<B>) -> http::Response<B> {
     let headers = response.headers_mut();
     let refusal = Status::from_header_map(headers).and_then(|status| oversize_refusal(&status));
@@ -69,8 +72,10 @@ fn rewrite_response<B>(mut response: http::Response<B>) -> http::Response<B> {
     response
 }
 
-/// A status from reading a request stream's next message: tonic's
-/// oversize refusal as holdfast's, anything else as it is.
+/// A status from reading a request stream's next message, relabelled.
+///
+/// tonic's oversize refusal becomes holdfast's. Anything else stays as it
+/// is.
 pub fn relabelled(status: Status) -> Status {
     oversize_refusal(&status).unwrap_or(status)
 }

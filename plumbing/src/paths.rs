@@ -1,11 +1,13 @@
-//! Default locations of the daemon socket and the database, per the XDG base
-//! directory conventions.
+//! Default locations of the daemon socket and the database.
+//!
+//! They follow the XDG base directory conventions.
 
 use std::path::PathBuf;
 
-/// The daemon's socket when `--socket` is not given:
-/// `$XDG_RUNTIME_DIR/holdfast/ptyd.sock`, or `/tmp/holdfast-<uid>/ptyd.sock`
-/// where there is no runtime directory.
+/// The daemon's socket when `--socket` is not given.
+///
+/// It is `$XDG_RUNTIME_DIR/holdfast/ptyd.sock`, or
+/// `/tmp/holdfast-<uid>/ptyd.sock` where there is no runtime directory.
 pub fn default_socket_path() -> PathBuf {
     runtime_dir().join("ptyd.sock")
 }
@@ -21,8 +23,9 @@ pub fn runtime_dir() -> PathBuf {
     }
 }
 
-/// The host-service's SQLite file when no database URL is given:
-/// `$XDG_DATA_HOME/holdfast/holdfast.db`, or
+/// The host-service's SQLite file when no database URL is given.
+///
+/// It is `$XDG_DATA_HOME/holdfast/holdfast.db`, or
 /// `~/.local/share/holdfast/holdfast.db`.
 pub fn default_database_path() -> PathBuf {
     let data_home = std::env::var_os("XDG_DATA_HOME")

@@ -1,14 +1,17 @@
 //! A response whose big repeated field is assembled from bytes encoded
-//! beforehand: the daemon's `List` and the host's `ListSessions` each keep
-//! the parts of a session that rarely change encoded, and send them with
-//! the parts that do appended. Protobuf reads a message's fields in any
-//! order, so an entry made of two encoded parts back to back is one
-//! message on the wire, and clients decode the response as usual.
+//! beforehand.
+//!
+//! The daemon's `List` and the host's `ListSessions` each keep the parts of
+//! a session that rarely change encoded. They send them with the parts that
+//! do change appended. Protobuf reads a message's fields in any order. So an
+//! entry made of two encoded parts back to back is one message on the wire,
+//! and clients decode the response as usual.
 //!
 //! A service's `build.rs` maps the generated response type to a
-//! `Preencoded<generated type>` in its server trait; clients, reflection
+//! `Preencoded<generated type>` in its server trait. Clients, reflection
 //! and the wire are unchanged. [`Heads`] keeps entries encoded but for the
-//! one field that changes on every call (both services: an output offset).
+//! one field that changes on every call. In both services, that field is an
+//! output offset.
 
 use prost::Message;
 use prost::bytes::{Buf, BufMut};
@@ -32,8 +35,9 @@ impl<M> Preencoded<M> {
         }
     }
 
-    /// Appends an entry of field `tag`: one message, encoded as `head`
-    /// then `tail`.
+    /// Appends an entry of field `tag`.
+    ///
+    /// The entry is one message, encoded as `head` then `tail`.
     pub fn push(&mut self, tag: u32, head: &[u8], tail: &[u8]) {
         let entries = &mut self.entries;
         encoding::encode_key(tag, WireType::LengthDelimited, entries);
@@ -43,8 +47,10 @@ impl<M> Preencoded<M> {
     }
 }
 
-/// Messages encoded once but for one `uint64` field that changes on every
-/// call, back to back: the heads of a response's entries.
+/// The heads of a response's entries, back to back.
+///
+/// Each is a message encoded once, but for one `uint64` field that changes
+/// on every call.
 #[derive(Debug, Default)]
 pub struct Heads {
     bytes: Vec<u8>,
@@ -67,9 +73,10 @@ impl Heads {
         self.ends.push(self.bytes.len());
     }
 
-    /// `rest`, with one entry of field `tag` per head: the head, then field
-    /// `tail_tag` set to the matching value of `tails` (left out when 0, as
-    /// proto3 does).
+    /// `rest`, with one entry of field `tag` per head.
+    ///
+    /// Each entry is the head, then field `tail_tag` set to the matching
+    /// value of `tails`. That field is left out when 0, as proto3 does.
     pub fn response<M>(
         &self,
         rest: M,

@@ -1,5 +1,7 @@
-//! What `/proc/<pid>/stat` says of a process, parsed in one place for the
-//! daemon (a session's leftovers), the benchmarks and the tests.
+//! What `/proc/<pid>/stat` says of a process.
+//!
+//! It is parsed in one place for the daemon (a session's leftovers), the
+//! benchmarks and the tests.
 
 use std::time::Duration;
 
@@ -24,9 +26,11 @@ impl ProcStat {
         Self::parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
     }
 
-    /// Parses a stat line: `pid (comm) state ppid pgrp session … utime
-    /// stime … starttime` (fields 14, 15, 22). comm may hold anything, so
-    /// fields are counted after its last `)`.
+    /// Parses a stat line.
+    ///
+    /// The line is `pid (comm) state ppid pgrp session … utime stime …
+    /// starttime` (fields 14, 15, 22). comm may hold anything, so fields are
+    /// counted after its last `)`.
     pub fn parse(stat: &str) -> Option<Self> {
         let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
         // The first field after comm is field 3.
@@ -69,8 +73,10 @@ pub fn pids() -> impl Iterator<Item = i32> {
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
 }
 
-/// Detached daemons (`--daemonize`) serving `socket`, found by their
-/// command lines: what test and benchmark homes stop when they go away.
+/// Detached daemons (`--daemonize`) serving `socket`.
+///
+/// They are found by their command lines. Test and benchmark homes stop
+/// them when they go away.
 pub fn daemons_serving(socket: &std::path::Path) -> Vec<i32> {
     let socket = socket.as_os_str().as_encoded_bytes();
     pids()
@@ -84,8 +90,10 @@ pub fn daemons_serving(socket: &std::path::Path) -> Vec<i32> {
         .collect()
 }
 
-/// Wakes `pid` if stopped, asks it to end (SIGTERM) and waits up to
-/// `patience` for it to be gone; whether it went.
+/// Asks `pid` to end, and says whether it went.
+///
+/// It wakes `pid` if stopped and sends SIGTERM. Then it waits up to
+/// `patience` for it to be gone.
 pub fn terminate(pid: i32, patience: Duration) -> bool {
     use rustix::process::{Pid, Signal, kill_process, test_kill_process};
     let Some(pid) = Pid::from_raw(pid) else {

@@ -1,6 +1,8 @@
-//! What `/proc` says of a process's resources: resident memory, threads,
-//! open descriptors, for the benchmarks and the tests. (Its state, start
-//! time and children: `proc_stat`.) Each reads 0 once the process is gone.
+//! What `/proc` says of a process's resources.
+//!
+//! These are resident memory, threads and open descriptors, for the
+//! benchmarks and the tests. `proc_stat` reads its state, start time and
+//! children. Each reads 0 once the process is gone.
 
 fn status_field(pid: i32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -13,8 +15,10 @@ pub fn rss_kib(pid: i32) -> u64 {
     status_field(pid, "VmRSS:").unwrap_or(0)
 }
 
-/// Its resident anonymous memory (heap, stacks), in KiB: RSS without the
-/// file pages (program and library code) it has mapped in.
+/// Its resident anonymous memory (heap, stacks), in KiB.
+///
+/// This is RSS without the file pages (program and library code) it has
+/// mapped in.
 pub fn anon_rss_kib(pid: i32) -> u64 {
     status_field(pid, "RssAnon:").unwrap_or(0)
 }

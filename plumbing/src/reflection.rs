@@ -1,6 +1,8 @@
-//! gRPC server reflection (v1 for buf and newer tools, v1alpha for grpcurl)
-//! over every holdfast proto, grpc.health.v1 and the google.rpc error
-//! details, limited to the services a server actually serves.
+//! gRPC server reflection over every holdfast proto.
+//!
+//! It serves v1 for buf and newer tools, and v1alpha for grpcurl. It covers
+//! grpc.health.v1 and the google.rpc error details too. It lists only the
+//! services a server actually serves.
 
 use tonic_reflection::pb::{v1, v1alpha};
 
@@ -22,7 +24,7 @@ pub fn services(
                 .register_encoded_file_descriptor_set(holdfast_api::proto::FILE_DESCRIPTOR_SET)
                 .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
                 // google.rpc.ErrorInfo and BadRequest, so a tool can show a
-                // status's details (error_details.rs).
+                // status's details (src/error_details.rs).
                 .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
                 .with_service_name("grpc.health.v1.Health"),
             |builder, name| builder.with_service_name(*name),

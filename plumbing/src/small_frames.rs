@@ -1,31 +1,35 @@
-//! h2's guard against floods of small DATA frames, and the flow-control
-//! windows that keep a reader who stops reading clear of it.
+//! h2's guard against floods of small DATA frames, and the windows that keep
+//! a stopped reader clear of it.
 //!
-//! h2 (from 0.4.16) drops a connection, with GOAWAY ENHANCE_YOUR_CALM
-//! "too_many_data_frames", once the small DATA frames it holds unread cost
-//! more than a budget of half the connection's window: each frame under
-//! 256 bytes costs 256 less its size until the application reads it.
-//! Terminal output comes in many small frames (a keystroke's echo is a
-//! frame of a dozen bytes), so a reader that stops reading (`holdfast logs
-//! -f ID | less`, a paused terminal, a tab in the background whose stream
-//! the host relays) could have its whole connection dropped, every other
-//! stream on it with it, before flow control held the sender back. The
-//! windows must be such that flow control comes first.
+//! h2 (from 0.4.16) drops a connection once the small DATA frames it holds
+//! unread cost more than a budget. The budget is half the connection's
+//! window. Each frame under 256 bytes costs 256 less its size until the
+//! application reads it. The drop is a GOAWAY ENHANCE_YOUR_CALM
+//! "too_many_data_frames".
+//!
+//! Terminal output comes in many small frames. A keystroke's echo is a frame
+//! of a dozen bytes. A reader may stop reading: `holdfast logs -f ID | less`,
+//! a paused terminal, a tab in the background whose stream the host relays.
+//! Its whole connection could then be dropped, with every other stream on it,
+//! before flow control held the sender back. The flow-control windows must be
+//! such that flow control comes first.
 
 /// Frames of fewer bytes than this count against h2's budget.
 const SMALL_FRAME_BYTES: u64 = 256;
 
-/// The smallest frame an output stream of either service carries, taken
-/// over any run of frames: one byte of output at offset 0 (gRPC's 5-byte
-/// prefix, the event's tag and length, the output's, and the byte); at
-/// offset 128 or more, 13. A title or an exit event can be a few bytes
-/// less, but a title changes only with output between, and an exit or a
-/// truncation comes once.
+/// The smallest frame an output stream of either service carries.
+///
+/// It is taken over any run of frames. The smallest is one byte of output at
+/// offset 0: gRPC's 5-byte prefix, the event's tag and length, the output's,
+/// and the byte. At offset 128 or more, it is 13. A title or an exit event
+/// can be a few bytes less. But a title changes only with output between,
+/// and an exit or a truncation comes once.
 const SMALLEST_OUTPUT_FRAME_BYTES: u64 = 10;
 
-/// Whether `streams` output streams whose readers all stopped, each
-/// stream's window full of the smallest frames, stay within h2's budget on
-/// a connection of `connection_window`.
+/// Whether `streams` stalled output streams stay within h2's budget.
+///
+/// All their readers have stopped, and each stream's window is full of the
+/// smallest frames. The connection's window is `connection_window`.
 pub const fn stalled_streams_fit(streams: u64, stream_window: u32, connection_window: u32) -> bool {
     let frames = stream_window as u64 / SMALLEST_OUTPUT_FRAME_BYTES;
     let cost = frames * (SMALL_FRAME_BYTES - SMALLEST_OUTPUT_FRAME_BYTES);
@@ -50,9 +54,10 @@ mod tests {
         assert!(!stalled_streams_fit(1, (16 << 20) / 49, 16 << 20));
     }
 
-    /// The arithmetic is h2 0.4.20's (the guard came in 0.4.16 and was
-    /// tuned until 0.4.20): another version is to be read again before
-    /// this list grows.
+    /// The arithmetic is h2 0.4.20's.
+    ///
+    /// The guard came in 0.4.16 and was tuned until 0.4.20. Another version
+    /// is to be read again before this list grows.
     #[test]
     fn the_h2_in_use_is_the_one_this_was_worked_out_for() {
         let lock = include_str!("../../Cargo.lock");

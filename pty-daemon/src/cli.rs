@@ -1,5 +1,7 @@
-//! The command line shared by the `pty-daemon` binary and the host-service
-//! binary when it runs as the daemon.
+//! The daemon's command line.
+//!
+//! The `pty-daemon` binary and the host-service binary share it. The
+//! host-service binary uses it when it runs as the daemon.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -53,8 +55,9 @@ pub fn main() -> anyhow::Result<()> {
     run(Args::parse())
 }
 
-/// Runs the daemon with parsed arguments: claim the socket, optionally
-/// detach, then serve until SIGTERM.
+/// Runs the daemon with parsed arguments.
+///
+/// It claims the socket, optionally detaches, then serves until SIGTERM.
 pub fn run(args: Args) -> anyhow::Result<()> {
     // Colour only for a person at a terminal, never into the detached log.
     let ansi = !args.daemonize && std::io::stderr().is_terminal();
@@ -80,11 +83,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         exit_retention: Duration::from_secs(args.exit_retention_secs),
         attacher_patience: Duration::from_millis(args.attacher_patience_ms),
     };
-    // Two small fixed pools; sessions are tasks, not threads. The
-    // terminals are read on a thread of their own, so output, however much
-    // of it there is, never queues ahead of a request: with fifty sessions
+    // Two small fixed pools. Sessions are tasks, not threads. The terminals
+    // are read on a thread of their own, so output, however much of it
+    // there is, never queues ahead of a request. With fifty sessions
     // flooding, a `List` waited 30 ms (p50) behind their reads when both
-    // shared one pool, and 0.2 ms apart (BENCHMARKS.md, scenario 2).
+    // shared one pool. With the pools apart it waited 0.2 ms (BENCHMARKS.md,
+    // scenario 2).
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(4)
@@ -106,17 +110,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Double-forks into a new session with stdio on the log file. Runs before
-/// the runtime starts: forking a multi-threaded process is unsafe.
+/// Double-forks into a new session with stdio on the log file.
+///
+/// It runs before the runtime starts, because forking a multi-threaded
+/// process is unsafe.
 fn detach(log_path: &std::path::Path) -> anyhow::Result<()> {
     let log = crate::log_file::open(log_path)
         .with_context(|| format!("opening log file {}", log_path.display()))?;
     let stderr = log.try_clone().context("duplicating the log file")?;
-    // Programs inherit the daemon's umask, and must get the one they would
-    // from a terminal: the launcher's (daemonize would set 0o027 unless
-    // told). The socket and the log do not depend on it (listener.rs,
-    // log_file.rs: both are 0600 as made). Read by setting it, then put
-    // back at once.
+    // Programs inherit the daemon's umask. They must get the one they would
+    // from a terminal, which is the launcher's. Daemonize would set 0o027
+    // unless told. The socket and the log do not depend on it: both are
+    // 0600 as made (listener.rs, log_file.rs). The umask is read by setting
+    // it, then put back at once.
     let launchers = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     rustix::process::umask(launchers);
     daemonize::Daemonize::new()
@@ -129,8 +135,10 @@ fn detach(log_path: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Restores SIGCHLD's default disposition.
+///
 /// A launcher may leave SIGCHLD ignored, and an ignored signal stays
-/// ignored across exec: the kernel would then reap the programs itself,
+/// ignored across exec. The kernel would then reap the programs itself,
 /// and their exit statuses would be lost. The daemon reaps them, through
 /// their pidfds.
 fn reap_children_ourselves() {
@@ -142,9 +150,11 @@ fn reap_children_ourselves() {
     }
 }
 
-/// Each session holds two descriptors (PTY master, pidfd); the usual soft
+/// Raises the open-file soft limit to the hard limit.
+///
+/// Each session holds two descriptors (PTY master, pidfd). The usual soft
 /// limit of 1024 would cap the daemon near 500 sessions. The programs get
-/// the limit the daemon was started with back (`spawn.rs`).
+/// back the limit the daemon was started with (`spawn.rs`).
 fn raise_fd_limit() {
     use rustix::process::{Resource, getrlimit, setrlimit};
     let limit = getrlimit(Resource::Nofile);

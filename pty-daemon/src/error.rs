@@ -19,13 +19,16 @@ pub enum Error {
     /// The session's program has exited, so it takes no input or resize.
     #[error("session {0:?} has exited")]
     SessionExited(String),
-    /// No program holds the session's terminal any more: its program
-    /// exited (and waits to be reaped until what it left is read) or let
-    /// go of it. Input has nowhere to go.
+    /// No program holds the session's terminal any more.
+    ///
+    /// Its program exited or let go of it. An exited program waits to be
+    /// reaped until what it left is read. Input has nowhere to go.
     #[error("session {0:?}'s terminal is closed: its program has exited or let go of it")]
     TerminalClosed(String),
     /// The program has not read the input it was sent, and this write
-    /// does not fit beside it; none of it was taken.
+    /// does not fit beside it.
+    ///
+    /// None of this write was taken.
     #[error(
         "session {session_id:?}'s program has not read its input: {waiting} bytes wait (at most {max}); \
          none of this write was taken, send it again once the program reads",

@@ -1,13 +1,17 @@
-//! Telling files apart by identity rather than by path: a file the daemon
-//! made (its socket, its log) can be removed and another put at its path.
+//! Telling files apart by identity rather than by path.
+//!
+//! A file the daemon made (its socket, its log) can be removed, and another
+//! put at its path.
 
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-/// A file's identity: its device and inode, and its birth time where the
-/// filesystem keeps one (an inode number freed with a removed socket may
-/// be handed to the next file made there).
+/// A file's identity.
+///
+/// It is the file's device and inode, and its birth time where the
+/// filesystem keeps one. The birth time is there because an inode number
+/// freed with a removed socket may be handed to the next file made there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileId {
     dev: u64,

@@ -1,10 +1,11 @@
-//! A number that changes whenever `List` would answer differently in
-//! anything but output offsets: a spawn, an exit, a title, a size, a
-//! session forgotten. A client that already holds the list of generation G
-//! asks "if still G" and gets only the offsets, a few bytes per session
-//! instead of every field.
+//! A number that changes whenever `List` would answer differently.
 //!
-//! Writers change state first and bump after; `List` reads the generation
+//! Output offsets do not count. A spawn, an exit, a title, a size and a
+//! session forgotten do. A client that already holds the list of
+//! generation G asks "if still G". It then gets only the offsets: a few
+//! bytes per session instead of every field.
+//!
+//! Writers change state first and bump after. `List` reads the generation
 //! first and the state after. So a list labelled G never misses a change
 //! that a later "still G" answer would hide.
 

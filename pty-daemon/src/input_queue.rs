@@ -1,12 +1,16 @@
-//! Input a session's program has not read yet. A terminal's input queue
-//! holds a few KiB; a paste larger than that, into a program busy with
-//! something else, would keep its `Write` waiting until the program reads,
-//! and a caller with a deadline (the host-service has one for every daemon
-//! call) would give up half way, not knowing how much was written. So the
-//! daemon takes input as tmux does: what the terminal does not take at
-//! once waits here, in order, to be written as the program reads, and the
-//! write is answered at once. Bounded: a write that does not fit is
-//! refused whole, so a refused write took nothing and may be sent again.
+//! Input a session's program has not read yet.
+//!
+//! A terminal's input queue holds a few KiB. Take a paste larger than that,
+//! into a program busy with something else. Its `Write` would wait until
+//! the program reads. A caller with a deadline would give up half way, not
+//! knowing how much was written. The host-service has a deadline for every
+//! daemon call.
+//!
+//! So the daemon takes input as tmux does. What the terminal does not take
+//! at once waits here, in order, to be written as the program reads. The
+//! write is answered at once. The queue is bounded. A write that does not
+//! fit is refused whole, so a refused write took nothing and may be sent
+//! again.
 
 use std::collections::VecDeque;
 
@@ -26,8 +30,9 @@ pub struct Full {
 pub struct InputQueue {
     chunks: VecDeque<Bytes>,
     waiting: usize,
-    /// Whether a task is writing the waiting input to the terminal; while
-    /// one is, every write joins the queue, to keep the order.
+    /// Whether a task is writing the waiting input to the terminal.
+    ///
+    /// While one is, every write joins the queue, to keep the order.
     pub draining: bool,
 }
 

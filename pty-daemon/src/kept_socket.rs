@@ -1,13 +1,15 @@
-//! The daemon's incoming connections, from a socket it keeps bound. The
-//! daemon outlives the processes above it, and must outlive its socket file
-//! too: a tmp cleaner, or logind removing `$XDG_RUNTIME_DIR` at a user's
-//! last logout, can delete the file under a running daemon, which would then
-//! serve no new client while its sessions run on, and the next host-service
-//! would start a second daemon beside it. So the path is looked at every
-//! second and, when its file is gone, bound again (tmux does this on
-//! SIGUSR1; here nobody has to ask), and so is the log file's
-//! (`log_file.rs`). Accepting pauses after a failure
-//! (`holdfast_plumbing::accept_backoff`).
+//! The daemon's incoming connections, from a socket it keeps bound.
+//!
+//! The daemon outlives the processes above it. It must outlive its socket
+//! file too. A tmp cleaner can delete the file under a running daemon, and
+//! so can logind, removing `$XDG_RUNTIME_DIR` at a user's last logout. The
+//! daemon would then serve no new client while its sessions run on. The
+//! next host-service would start a second daemon beside it.
+//!
+//! So the path is looked at every second. When its file is gone, it is
+//! bound again. tmux does this on SIGUSR1; here nobody has to ask. The log
+//! file's path is looked at too (`log_file.rs`). Accepting pauses after a
+//! failure (`holdfast_plumbing::accept_backoff`).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -23,9 +25,11 @@ use crate::listener::{ClaimedSocket, SocketFile};
 /// How often the socket's path is looked at.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 
-/// Connections accepted on `socket`'s listener (`listener`, registered with
-/// the runtime), binding it again whenever its file is found removed. The
-/// stream never ends and never yields an error.
+/// Connections accepted on `socket`'s listener.
+///
+/// `listener` is that listener, registered with the runtime. The socket is
+/// bound again whenever its file is found removed. The stream never ends
+/// and never yields an error.
 pub fn incoming(
     socket: Arc<Mutex<ClaimedSocket>>,
     listener: UnixListener,
@@ -87,8 +91,8 @@ impl Keeper {
                 register(listener).inspect_err(|_| socket.remove())
             }) {
                 Ok(listener) => {
-                    // Its directory may have gone with it: the log first,
-                    // so this reaches a file one can read.
+                    // Its directory may have gone with it. The log comes
+                    // first, so this reaches a file one can read.
                     crate::log_file::keep();
                     tracing::warn!(path = %socket.path.display(), "the socket file was removed; bound it again");
                     self.listener = listener;

@@ -1,5 +1,7 @@
-//! Ending a session: a signal to its process group, then SIGKILL to
-//! whatever of it is still alive when the grace period runs out.
+//! Ending a session.
+//!
+//! A signal goes to its process group. Then SIGKILL goes to whatever of it
+//! is still alive when the grace period runs out.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,13 +17,16 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(1);
 /// How long to wait for the reap after SIGKILL, which cannot be ignored.
 const REAP_WAIT: Duration = Duration::from_secs(5);
 
-/// Sends `signal` to the session's process group (its leader's). A group
-/// that is already gone is not an error. A group this user may not signal
-/// (its programs became another user: `sudo -i`, `su`) has its terminal
-/// hung up instead, as tmux's kill-session does: SIGHUP to its leader, the
-/// only signal the kernel sends there on our behalf. Once hung up, there is
-/// nothing more to send. A leader reaped already is not signalled: its
-/// pid, the group's id, may be another's by now.
+/// Sends `signal` to the session's process group (its leader's).
+///
+/// A group that is already gone is not an error. A group this user may not
+/// signal has its terminal hung up instead, as tmux's kill-session does.
+/// That happens when its programs became another user (`sudo -i`, `su`).
+/// The hang-up is SIGHUP to its leader, the only signal the kernel sends
+/// there on our behalf. Once hung up, there is nothing more to send.
+///
+/// A leader reaped already is not signalled. Its pid, the group's id, may
+/// be another's by now.
 pub fn signal_group(session: &Session, signal: Signal) -> Result<()> {
     let pid = session.pid();
     let sent = session.while_running(|| rustix::process::kill_process_group(pid, signal));
@@ -57,14 +62,15 @@ pub fn signal_group(session: &Session, signal: Signal) -> Result<()> {
     }
 }
 
-/// Signals what is left of a session whose leader has exited: every
-/// process still in its session (background jobs, children that ignore the
-/// hang-up). Its id was the leader's pid; while any of them lives, the
-/// kernel cannot hand that pid out again, and one of them having started
-/// before the leader exited proves they are still this session's. Each is
-/// signalled through a pidfd opened before its membership is checked again,
-/// so a pid recycled meanwhile is never hit. Returns how many were
-/// signalled.
+/// Signals what is left of a session whose leader has exited.
+///
+/// That is every process still in its session: background jobs, children
+/// that ignore the hang-up. The session's id was the leader's pid. While
+/// any of them lives, the kernel cannot hand that pid out again. One of
+/// them having started before the leader exited proves they are still this
+/// session's. Each is signalled through a pidfd opened before its
+/// membership is checked again, so a pid recycled meanwhile is never hit.
+/// Returns how many were signalled.
 pub fn signal_leftovers(session: &Session, signal: Signal) -> usize {
     match session.exited_at_boot() {
         Some(exited_at) => signal_session_members(session.pid(), exited_at, signal),
@@ -102,13 +108,17 @@ fn signal_session_members(leader: Pid, exited_at: Duration, signal: Signal) -> u
     signalled
 }
 
-/// Signals the session's process group now and, once `grace` has passed,
-/// sends SIGKILL to whatever is left of it: the group while the leader
-/// lives, and the leader's leftovers (children that ignored the first
-/// signal, background jobs) once it has exited, whether it exited before
-/// this call or within the grace period. Returns once the first signal is
-/// sent. The scans of `/proc` for leftovers (a few milliseconds with a few
-/// hundred processes) run on the blocking pool, never on a request worker.
+/// Signals the session's process group now, then SIGKILLs whatever is left
+/// of it once `grace` has passed.
+///
+/// While the leader lives, SIGKILL goes to the group. Once the leader has
+/// exited, SIGKILL goes to its leftovers: children that ignored the first
+/// signal, background jobs. That holds whether it exited before this call
+/// or within the grace period. Returns once the first signal is sent.
+///
+/// The scans of `/proc` for leftovers run on the blocking pool, never on a
+/// request worker. They take a few milliseconds with a few hundred
+/// processes.
 pub async fn kill(session: &Arc<Session>, signal: Signal, grace: Duration) -> Result<()> {
     let leader_alive = session.exit_status().is_none();
     if leader_alive {
@@ -148,20 +158,20 @@ pub async fn kill(session: &Arc<Session>, signal: Signal, grace: Duration) -> Re
             return;
         };
         // When the leader went at the first signal, what can be left is
-        // in its group or held the terminal when its exit closed it.
-        // Neither, the usual end: done, without waiting out the grace or
-        // scanning /proc.
+        // in its group, or held the terminal when its exit closed it.
+        // Neither is the usual end. Then this is done, without waiting out
+        // the grace or scanning /proc.
         let group_left = || rustix::process::test_kill_process_group(leader).is_ok();
         let only_group = leader_alive && !session.terminal_in_use();
         if only_group && !group_left() {
             return;
         }
         let session_id = session.id().to_owned();
-        // Not kept for the rest of the grace period: its PTY and memory
+        // Not kept for the rest of the grace period. Its PTY and memory
         // go as soon as nothing else holds it.
         drop(session);
         tokio::time::sleep_until(deadline).await;
-        // A live group may also be someone else's by now: the scan proves
+        // A live group may also be someone else's by now. The scan proves
         // membership before it signals.
         if only_group && !group_left() {
             return;

@@ -1,6 +1,7 @@
-//! The pty-daemon: owns pseudo-terminals and the programs in them, and
-//! serves them over gRPC on an owner-only unix socket. It is detached from
-//! whoever started it, so sessions outlive every process above it.
+//! The pty-daemon owns pseudo-terminals and the programs in them.
+//!
+//! It serves them over gRPC on an owner-only unix socket. It is detached
+//! from whoever started it, so sessions outlive every process above it.
 
 pub mod api;
 pub mod cli;
@@ -41,9 +42,11 @@ pub use crate::error::{Error, Result};
 /// SIGKILL.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
-/// Serves on an already claimed socket until SIGTERM or SIGINT, then hangs
-/// up every session and removes the socket. Must run inside a tokio runtime;
-/// the sessions' terminals are read on `terminals`, which may be another.
+/// Serves on an already claimed socket until SIGTERM or SIGINT.
+///
+/// Then it hangs up every session and removes the socket. It must run
+/// inside a tokio runtime. The sessions' terminals are read on `terminals`,
+/// which may be another.
 pub async fn run(
     socket: ClaimedSocket,
     settings: SessionSettings,
@@ -57,9 +60,9 @@ pub async fn run(
         .and_then(kept_socket::register)?;
     let socket = Arc::new(Mutex::new(socket));
     let incoming = kept_socket::incoming(Arc::clone(&socket), listener);
-    // Before the first connection is accepted: a SIGTERM from a client that
-    // saw the daemon answer must stop it cleanly, never by the default
-    // action (a test once hit that window).
+    // Installed before the first connection is accepted. A SIGTERM from a
+    // client that saw the daemon answer must stop it cleanly, never by the
+    // default action. A test once hit that window.
     let mut terminate = signal(SignalKind::terminate())
         .map_err(|error| Error::io("installing the SIGTERM handler", error))?;
     let mut interrupt = signal(SignalKind::interrupt())

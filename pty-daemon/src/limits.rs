@@ -15,8 +15,10 @@ pub const MAX_GRACE_MS: u32 = 600_000;
 /// Most session ids one `List` may name.
 pub const MAX_LISTED_IDS: usize = 1000;
 
-/// Longest working directory accepted: the system's own limit on a path
-/// (PATH_MAX, with its terminating NUL).
+/// Longest working directory accepted.
+///
+/// It is the system's own limit on a path: PATH_MAX, which counts its
+/// terminating NUL.
 pub const MAX_CWD_BYTES: usize = 4095;
 
 /// Most input that may wait for one program.

@@ -1,7 +1,9 @@
-//! Claiming the daemon's socket: an owner-only directory, a lock so only one
-//! daemon serves a path, stale-socket replacement, and a socket that is 0600
-//! from the moment it exists. A claimed socket can be claimed again after
-//! its file was removed under the running daemon (`kept_socket.rs`).
+//! Claiming the daemon's socket.
+//!
+//! The socket gets an owner-only directory, and a lock so only one daemon
+//! serves a path. A stale socket is replaced. The new socket is 0600 from
+//! the moment it exists. A claimed socket can be claimed again after its
+//! file was removed under the running daemon (`kept_socket.rs`).
 
 use std::fs::{DirBuilder, File, OpenOptions, TryLockError};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -50,11 +52,12 @@ impl ClaimedSocket {
         }
     }
 
-    /// Binds anew at the path after its file was removed: the directory is
-    /// made again, the lock kept if its file is still there or taken again
-    /// if not (`AlreadyRunning` if another daemon took it meanwhile), and
-    /// the new listener replaces the old. Returns a handle to the new
-    /// listener.
+    /// Binds anew at the path after its file was removed.
+    ///
+    /// The directory is made again. The lock is kept if its file is still
+    /// there, or taken again if not. Taking it fails with `AlreadyRunning`
+    /// if another daemon took it meanwhile. The new listener replaces the
+    /// old. Returns a handle to the new listener.
     pub fn claim_again(&mut self) -> Result<UnixListener> {
         private_directory(directory_of(&self.path))?;
         let lock_path = lock_path(&self.path);
@@ -79,7 +82,7 @@ impl ClaimedSocket {
                 Ok(handle)
             }
             Err(error) => {
-                // Not left bound with nothing to accept on it: found
+                // Not left bound with nothing to accept on it. Found
                 // missing again, it is bound again at the next look.
                 let _ = std::fs::remove_file(&self.path);
                 Err(error)
@@ -87,8 +90,9 @@ impl ClaimedSocket {
         }
     }
 
-    /// Removes the socket file if it is still ours: a socket another daemon
-    /// bound in its place is never touched.
+    /// Removes the socket file if it is still ours.
+    ///
+    /// A socket another daemon bound in its place is never touched.
     pub fn remove(&self) {
         if self.file() != SocketFile::Ours {
             return;
@@ -117,9 +121,11 @@ pub enum Lock {
     Absent,
 }
 
-/// Whether a daemon holds the lock beside `socket`. Takes the lock shared
-/// for a moment when it is free, so a daemon starting in that very moment
-/// would be refused as if another were running.
+/// Whether a daemon holds the lock beside `socket`.
+///
+/// It takes the lock shared for a moment when it is free. So a daemon
+/// starting in that very moment would be refused as if another were
+/// running.
 pub fn lock_state(socket: &Path) -> std::io::Result<Lock> {
     let file = match File::open(lock_path(socket)) {
         Ok(file) => file,
@@ -140,8 +146,8 @@ pub fn claim(path: &Path) -> Result<ClaimedSocket> {
     let lock = take_lock(path)?;
 
     if path.exists() {
-        // A listener without our lock would be a daemon of another build:
-        // never steal a live socket.
+        // A listener without our lock would be a daemon of another build.
+        // A live socket is never stolen.
         if UnixStream::connect(path).is_ok() {
             return Err(Error::AlreadyRunning(path.to_path_buf()));
         }
@@ -189,10 +195,12 @@ fn take_lock(socket: &Path) -> Result<File> {
 }
 
 /// Binds and listens at `path` with a socket file that is 0600 from the
-/// moment it exists. Linux gives the file its socket's mode less the umask,
-/// so the mode is set on the socket before it is bound: the process-wide
-/// umask stays untouched, which matters once other threads run (programs
-/// spawned meanwhile would inherit a narrowed one).
+/// moment it exists.
+///
+/// Linux gives the file its socket's mode less the umask. So the mode is
+/// set on the socket before it is bound, and the process-wide umask stays
+/// untouched. That matters once other threads run: programs spawned
+/// meanwhile would inherit a narrowed umask.
 fn bind_owner_only(path: &Path) -> Result<UnixListener> {
     let binding =
         |error: rustix::io::Errno| Error::io(format!("binding {}", path.display()), error);
@@ -210,9 +218,11 @@ fn bind_owner_only(path: &Path) -> Result<UnixListener> {
     Ok(UnixListener::from(socket))
 }
 
-/// Makes `dir` exist; directories it creates are 0700. An existing one is
-/// left as it is (it may be `/tmp`), with a warning when others can enter it:
-/// the socket's own 0600 mode and the peer check still keep them out.
+/// Makes `dir` exist; directories it creates are 0700.
+///
+/// An existing one is left as it is (it may be `/tmp`). A warning is logged
+/// when others can enter it. The socket's own 0600 mode and the peer check
+/// still keep them out.
 fn private_directory(dir: &Path) -> Result<()> {
     DirBuilder::new()
         .recursive(true)
@@ -222,7 +232,8 @@ fn private_directory(dir: &Path) -> Result<()> {
     let metadata = std::fs::metadata(dir)
         .map_err(|error| Error::io(format!("reading {}", dir.display()), error))?;
     // Another user who owns the directory (or may write to it without the
-    // sticky bit) could swap the socket for their own: refuse it.
+    // sticky bit) could swap the socket for their own. Such a directory is
+    // refused.
     let ours = metadata.uid() == rustix::process::getuid().as_raw();
     let sticky = metadata.mode() & 0o1000 != 0;
     let shared_safely = metadata.uid() == 0 && sticky;

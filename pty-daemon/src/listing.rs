@@ -1,5 +1,7 @@
-//! How sessions appear in `List`, encoded. A session's fields that never
-//! change (id, pid, argv, cwd, start time) are encoded once, at spawn.
+//! How sessions appear in `List`, encoded.
+//!
+//! A session's fields that never change (id, pid, argv, cwd, start time)
+//! are encoded once, at spawn.
 //! What changes only with the generation (liveness, exit, size, title) is
 //! encoded once per generation, for all sessions together ([`ListCache`]).
 //! A list sends each session's encoding with its output offset appended.
@@ -8,7 +10,7 @@
 //! messages (six allocations each) per list.
 //!
 //! [`ListResponse`] stands in for the generated type of that name in the
-//! daemon's server trait (see `build.rs`); clients decode it as usual.
+//! daemon's server trait (see `build.rs`). Clients decode it as usual.
 //! `Spawn` answers with the same parts decoded into one message, so a
 //! session is described in one place.
 
@@ -50,8 +52,9 @@ pub fn encode_fixed(
     .into()
 }
 
-/// `session` as one message, as `Spawn` answers with it: decoded from the
-/// same parts a list sends.
+/// `session` as one message, as `Spawn` answers with it.
+///
+/// It is decoded from the same parts a list sends.
 pub fn session_message(session: &Session) -> Result<pb::Session, prost::DecodeError> {
     let mut head = Vec::new();
     encode_head(session, &mut head);
@@ -94,8 +97,9 @@ pub type ListResponse = Preencoded<pb::ListResponse>;
 #[derive(Debug)]
 pub struct ListHeads {
     generation: u64,
-    /// The list they were made from, by address only: holding the
-    /// sessions would keep forgotten ones (and their PTYs) open.
+    /// The list they were made from, by address only.
+    ///
+    /// Holding the sessions would keep forgotten ones (and their PTYs) open.
     made_from: Weak<[Arc<Session>]>,
     heads: Heads,
 }

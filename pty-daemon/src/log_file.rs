@@ -1,11 +1,12 @@
 //! The detached daemon's log: its stdout and stderr, on a file at a path.
-//! The file can be removed under the running daemon (with the socket's
-//! directory at a user's last logout, by a tmp cleaner, or rotated away),
-//! and the daemon would then write on into a file nobody can read. So the
-//! path is looked at with the socket's (`kept_socket.rs`), and when another
-//! file or none is there, the log is opened again at the path and put in
-//! place of stdout and stderr: what logrotate's `create` method expects of
-//! a daemon, without anyone having to signal it.
+//!
+//! The file can be removed under the running daemon. It goes with the
+//! socket's directory at a user's last logout, or to a tmp cleaner, or it
+//! is rotated away. The daemon would then write on into a file nobody can
+//! read. So the path is looked at with the socket's (`kept_socket.rs`).
+//! When another file or none is there, the log is opened again at the path
+//! and put in place of stdout and stderr. That is what logrotate's `create`
+//! method expects of a daemon, without anyone having to signal it.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -39,8 +40,9 @@ pub fn open(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
-/// Opens the log again if its file was removed or replaced. Nothing to do
-/// for a daemon that is not detached.
+/// Opens the log again if its file was removed or replaced.
+///
+/// There is nothing to do for a daemon that is not detached.
 pub fn keep() {
     let mut kept = kept();
     let Some(log) = kept.as_mut() else {
@@ -77,10 +79,12 @@ fn reopen(path: &Path) -> io::Result<FileId> {
     Ok(id)
 }
 
+/// Opens the log at `path` for appending, creating it 0600.
+///
 /// The log is the user's only: it may hold what programs were started.
 /// Opened again after its directory was removed, the path may be one
-/// another user made: so never through a link, and only a file of ours
-/// that no other name reaches.
+/// another user made. So it is never opened through a link, and only a
+/// file of ours that no other name reaches is taken.
 fn open_at(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::MetadataExt;
     let file = OpenOptions::new()

@@ -1,7 +1,8 @@
-//! Refuses connections from any process that runs as another user, using
-//! the peer credentials the kernel attaches to every unix-socket connection.
-//! The socket's 0600 mode already keeps others out; this holds even when the
-//! mode was loosened by hand.
+//! Refuses connections from any process that runs as another user.
+//!
+//! It uses the peer credentials the kernel attaches to every unix-socket
+//! connection. The socket's 0600 mode already keeps others out. This check
+//! holds even when the mode was loosened by hand.
 
 use holdfast_api::error_details::{Reason, Refusal};
 use holdfast_plumbing::admission::{Admit, AdmitLayer};

@@ -1,6 +1,8 @@
-//! glibc's `posix_spawn`, for what `std::process::Command` cannot ask of it
-//! on stable Rust: a new session and a controlling terminal. Everything the
-//! child does is one of glibc's spawn steps; no Rust code runs in it.
+//! glibc's `posix_spawn`, for what `std::process::Command` cannot ask of it.
+//!
+//! On stable Rust, that is a new session and a controlling terminal.
+//! Everything the child does is one of glibc's spawn steps. No Rust code
+//! runs in it.
 
 use std::ffi::{CStr, CString};
 use std::io;
@@ -19,15 +21,18 @@ pub struct Spawn<'a> {
     pub vars: &'a [CString],
     /// The directory it starts in.
     pub cwd: &'a CStr,
-    /// A terminal to open as stdin, stdout and stderr. The child leads a new
-    /// session, so it becomes the child's controlling terminal.
+    /// A terminal to open as stdin, stdout and stderr.
+    ///
+    /// The child leads a new session, so it becomes the child's controlling
+    /// terminal.
     pub terminal: &'a CStr,
 }
 
 impl Spawn<'_> {
-    /// Starts it, with every signal at its default action and none
-    /// blocked; returns once the exec has succeeded or failed (glibc waits
-    /// for the child to exec, and reports its error).
+    /// Starts it, with every signal at its default action and none blocked.
+    ///
+    /// It returns once the exec has succeeded or failed. glibc waits for
+    /// the child to exec, and reports its error.
     pub fn run(&self) -> io::Result<Pid> {
         let attributes = Attributes::new()?;
         let mut actions = FileActions::new()?;
@@ -38,10 +43,9 @@ impl Spawn<'_> {
         let args = null_terminated(self.args);
         let vars = null_terminated(self.vars);
         let mut pid: libc::pid_t = 0;
-        // SAFETY: every pointer is valid for the call: the attributes and
-        // file actions are initialised and live until dropped below, and
-        // argv and envp are NULL-terminated arrays of C strings that
-        // outlive it.
+        // SAFETY: every pointer is valid for the call. The attributes and
+        // file actions are initialised and live until dropped below. argv
+        // and envp are NULL-terminated arrays of C strings that outlive it.
         let errno = unsafe {
             libc::posix_spawn(
                 &mut pid,
@@ -73,10 +77,12 @@ fn check(errno: libc::c_int) -> io::Result<()> {
 }
 
 /// `posix_spawnattr_t`: a new session, an empty signal mask, and every
-/// signal at its default action. Ignored dispositions survive exec: a
-/// launcher's nohup must not leave sessions deaf to hang-ups, Rust ignores
-/// SIGPIPE in the daemon, and glibc's spawn ignores its own internal
-/// signals in the child unless told to reset them.
+/// signal at its default action.
+///
+/// Ignored dispositions survive exec. A launcher's nohup must not leave
+/// sessions deaf to hang-ups. Rust ignores SIGPIPE in the daemon. glibc's
+/// spawn ignores its own internal signals in the child unless told to
+/// reset them.
 struct Attributes(Box<libc::posix_spawnattr_t>);
 
 impl Attributes {

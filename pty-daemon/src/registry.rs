@@ -1,5 +1,6 @@
-//! Every session the daemon holds, by id, each forgotten once it has
-//! exited and its retention period is over.
+//! Every session the daemon holds, by id.
+//!
+//! Each is forgotten once it has exited and its retention period is over.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -18,8 +19,10 @@ use crate::spawn::{self, SpawnSpec};
 #[derive(Default)]
 struct Sessions {
     by_id: HashMap<String, Arc<Session>>,
-    /// `by_id`'s sessions oldest first, built on the first list after a
-    /// session came or went rather than sorted on every list.
+    /// `by_id`'s sessions, oldest first.
+    ///
+    /// They are put in order on the first list after a session came or
+    /// went, rather than sorted on every list.
     ordered: Option<Arc<[Arc<Session>]>>,
     /// Ids taken by spawns still in progress, so two spawns cannot both
     /// claim one id.
@@ -80,8 +83,9 @@ impl Registry {
         }
     }
 
-    /// Ends every exit watch once it has had the exits before this: the
-    /// daemon is stopping, and its watchers' streams must end cleanly
+    /// Ends every exit watch once it has had the exits before this.
+    ///
+    /// The daemon is stopping. Its watchers' streams must end cleanly,
     /// rather than hold the shutdown up until they are cut.
     pub fn end_exit_watches(&self) {
         self.stopping.send_replace(true);
@@ -116,7 +120,7 @@ impl Registry {
     /// Starts a program on a new PTY under `session_id`, or under a fresh
     /// id when none is given.
     ///
-    /// Runs to completion even if the caller goes away: a started child is
+    /// Runs to completion even if the caller goes away. A started child is
     /// always registered (and so reaped), never dropped half-made.
     pub async fn spawn(
         self: &Arc<Self>,
@@ -128,10 +132,11 @@ impl Registry {
         Ok(session)
     }
 
-    /// As [`Registry::spawn`], with a cursor at the first byte, made before
-    /// anything is read from the terminal so that none can be missed.
-    /// Reading is paced to the cursor (see [`Cursor`]): read from it, or
-    /// drop it, promptly.
+    /// As [`Registry::spawn`], with a cursor at the first byte.
+    ///
+    /// The cursor is made before anything is read from the terminal, so
+    /// that none can be missed. Reading is paced to the cursor (see
+    /// [`Cursor`]). Read from it, or drop it, promptly.
     pub async fn spawn_attached(
         self: &Arc<Self>,
         session_id: Option<String>,
@@ -196,7 +201,7 @@ impl Registry {
         // A stopping daemon waits for this before hanging up every session.
         self.spawn_finished.notify_waiters();
         let (session, driver, cursor) = registered?;
-        // Spawned only now that the session is findable: with no retention
+        // Spawned only now that the session is findable. With no retention,
         // it is forgotten the moment its exit is recorded.
         let registry = Arc::downgrade(&self);
         let retention = self.settings.exit_retention;
@@ -225,10 +230,12 @@ impl Registry {
         tracing::debug!(session_id = %session.id(), "forgot an exited session past its retention");
     }
 
-    /// After a session came or went: the ordered list is stale and lists
-    /// have a new generation, bumped before the lock is let go, so that a
-    /// list which sees the new set of sessions cannot read the old
-    /// generation after it and answer "unchanged".
+    /// Marks that a session came or went.
+    ///
+    /// The ordered list is stale, and lists have a new generation. The
+    /// generation is bumped before the lock is let go. So a list which sees
+    /// the new set of sessions cannot read the old generation after it and
+    /// answer "unchanged".
     fn changed(&self, mut sessions: MutexGuard<'_, Sessions>) {
         sessions.ordered = None;
         self.generation.bump();
@@ -255,11 +262,13 @@ impl Registry {
 }
 
 impl Registry {
-    /// Ends every live session: SIGHUP to each process group, as a closing
-    /// terminal would, then SIGKILL to whatever is left after `grace`.
-    /// Returns once all have been reaped or a second `grace` has passed.
-    /// No spawn starts from the call on, and those under way are waited
-    /// for (within `grace`), so each program started is hung up too.
+    /// Ends every live session.
+    ///
+    /// SIGHUP goes to each process group, as a closing terminal would send
+    /// it. SIGKILL goes to whatever is left after `grace`. Returns once all
+    /// have been reaped or a second `grace` has passed. No spawn starts
+    /// from the call on. Those under way are waited for (within `grace`),
+    /// so each program started is hung up too.
     pub async fn hang_up_all(&self, grace: Duration) {
         self.sessions().refusing_spawns = true;
         let under_way = async {
@@ -312,8 +321,9 @@ pub struct ExitWatch {
 }
 
 impl ExitWatch {
-    /// The next exit, or how many this watcher fell behind by; `None` once
-    /// the daemon stops, after every exit before that.
+    /// The next exit, or how many this watcher fell behind by.
+    ///
+    /// `None` once the daemon stops, after every exit before that.
     pub async fn next(&mut self) -> Option<Result<ExitNotice, u64>> {
         tokio::select! {
             // Exits already sent go out before the end.

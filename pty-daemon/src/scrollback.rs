@@ -1,12 +1,16 @@
-//! A bounded ring of a session's most recent output, addressed by absolute
-//! byte offsets so that a client can resume exactly where it left off.
+//! A bounded ring of a session's most recent output.
+//!
+//! It is addressed by absolute byte offsets, so that a client can resume
+//! exactly where it left off.
 
 use std::collections::VecDeque;
 
 use prost::bytes::Bytes;
 
-/// The most recent `capacity` bytes of output. Offsets count every byte the
-/// session ever produced, so they stay valid after older bytes are evicted.
+/// The most recent `capacity` bytes of output.
+///
+/// Offsets count every byte the session ever produced, so they stay valid
+/// after older bytes are evicted.
 #[derive(Debug)]
 pub struct Scrollback {
     /// The held bytes; grows as output arrives, so idle sessions cost nothing.

@@ -1,6 +1,8 @@
-//! The gRPC surface: `holdfast.daemon.v1.PtyDaemon`, health and reflection
-//! on the daemon's unix socket. Requests are validated here and handed to
-//! the registry; errors become statuses in `error.rs`.
+//! The daemon's gRPC surface, on its unix socket.
+//!
+//! It serves `holdfast.daemon.v1.PtyDaemon`, health and reflection.
+//! Requests are validated here and handed to the registry. Errors become
+//! statuses in `error.rs`.
 
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -27,9 +29,11 @@ use crate::session::{Cursor, Event, ExitStatus, Session};
 use crate::spawn::SpawnSpec;
 use crate::validate;
 
-/// Largest request accepted on the wire: room for a 1 MiB write plus
-/// framing, so an oversized write is answered by `validate` with a clear
-/// message rather than by the transport.
+/// Largest request accepted on the wire.
+///
+/// It leaves room for a 1 MiB write plus framing. So an oversized write is
+/// answered by `validate` with a clear message, rather than by the
+/// transport.
 const MAX_REQUEST_BYTES: usize = 16 << 20;
 
 /// HTTP/2 flow-control window per stream.
@@ -164,7 +168,7 @@ impl PtyDaemon for DaemonService {
                 .into());
             }
         };
-        // The request is checked whole first, as every call does: a bad
+        // The request is checked whole first, as every call does. A bad
         // signal is a bad signal, whichever session it names.
         let session = self.registry.get(session_id)?;
         kill::kill(&session, signal, grace).await?;
@@ -394,7 +398,7 @@ pub async fn serve(
         holdfast_plumbing::reflection::services(&["holdfast.daemon.v1.PtyDaemon"]);
     let uid = rustix::process::getuid().as_raw();
     tonic::transport::Server::builder()
-        // Wide HTTP/2 windows: a List of a thousand sessions or a burst of
+        // Wide HTTP/2 windows. A List of a thousand sessions or a burst of
         // output goes out without waiting on WINDOW_UPDATE round trips.
         .initial_stream_window_size(Some(STREAM_WINDOW_BYTES))
         .initial_connection_window_size(Some(CONNECTION_WINDOW_BYTES))

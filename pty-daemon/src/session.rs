@@ -1,5 +1,7 @@
 //! One PTY session: the program, its output ring, its title, and the task
-//! that drives it. No OS thread per session: the master fd and a pidfd are
+//! that drives it.
+//!
+//! There is no OS thread per session. The master fd and a pidfd are
 //! registered with tokio, and one small task per session reads both.
 
 use std::cell::RefCell;
@@ -33,9 +35,11 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 const READS_PER_WAKEUP: usize = 16;
 /// Largest output chunk sent to an attacher in one event.
 pub const MAX_CHUNK_BYTES: usize = 64 * 1024;
-/// Most bytes read from a PTY after its program exits (what it left there,
-/// and what anything else still holding the terminal writes meanwhile)
-/// before the terminal is closed.
+/// Most bytes read from a PTY after its program exits, before the terminal
+/// is closed.
+///
+/// They are what the program left there, and what anything else still
+/// holding the terminal writes meanwhile.
 const FINAL_READ_BYTES: u64 = 1 << 20;
 
 thread_local! {
@@ -88,10 +92,11 @@ struct Attacher {
     /// Cleared when reading gave up waiting for it; set again once it has
     /// caught up.
     waited_for: bool,
-    /// When reading first paused for it, and where it was then. Patience
-    /// counts from there until it has read half a ring more (or caught
-    /// up), so one that keeps reading is waited for as long as it reads,
-    /// and one that moves on a little now and then is not.
+    /// When reading first paused for it, and where it was then.
+    ///
+    /// Patience counts from there until it has read half a ring more (or
+    /// caught up). So one that keeps reading is waited for as long as it
+    /// reads. One that moves on a little now and then is not.
     paused: Option<(Instant, u64)>,
 }
 
@@ -107,7 +112,9 @@ impl State {
     }
 
     /// Whether an attacher that reading waits for is over half the ring
-    /// behind: reading pauses until it is not.
+    /// behind.
+    ///
+    /// Reading pauses until it is not.
     fn pacing(&self) -> bool {
         self.lag().is_some_and(|lag| lag > self.pause_bound())
     }
@@ -125,8 +132,9 @@ impl State {
         })
     }
 
-    /// Reading pauses for the laggards: when its patience with them runs
-    /// out.
+    /// Reading pauses for the laggards.
+    ///
+    /// Returns the instant its patience with them runs out.
     fn pause(&mut self, patience: Duration) -> Instant {
         let now = Instant::now();
         self.laggards()
@@ -135,9 +143,11 @@ impl State {
             .unwrap_or(now)
     }
 
-    /// Reading's patience with some laggards ran out: it no longer waits
-    /// for those until they catch up. Each has its own patience, so one
-    /// that stalled does not cost another, paused later, its turn.
+    /// Reading's patience with some laggards ran out.
+    ///
+    /// It no longer waits for those until they catch up. Each has its own
+    /// patience, so one that stalled does not cost another, paused later,
+    /// its turn.
     fn stop_waiting_for_laggards(&mut self, patience: Duration) {
         let now = Instant::now();
         for attacher in self.laggards() {
@@ -163,9 +173,10 @@ impl State {
     }
 }
 
-/// What a list shows of a session that changes, read under its lock; all
-/// of it moves the generation (output offsets, which do not, are read
-/// apart).
+/// What a list shows of a session that changes, read under its lock.
+///
+/// All of it moves the generation. Output offsets, which do not, are read
+/// apart.
 #[derive(Debug, Clone, Copy)]
 pub struct Changing<'a> {
     /// The last OSC title.
@@ -201,11 +212,12 @@ pub enum Event {
     Exited(ExitStatus),
 }
 
-/// Where one attacher is in a session's event history. While it exists,
-/// reading the terminal pauses whenever it is over half the scrollback
-/// behind and never laps it, as long as it reads half a scrollback within
-/// the attacher patience, so an attacher that keeps reading loses no
-/// output to the ring.
+/// Where one attacher is in a session's event history.
+///
+/// While it exists, reading the terminal pauses whenever it is over half
+/// the scrollback behind, and never laps it. That holds as long as it reads
+/// half a scrollback within the attacher patience. So an attacher that
+/// keeps reading loses no output to the ring.
 pub struct Cursor {
     session: Arc<Session>,
     number: u64,
@@ -230,21 +242,25 @@ pub struct Session {
     /// The fields that never change (these, argv and cwd) as `List` and
     /// `Spawn` send them, encoded once.
     listing: Bytes,
-    /// The PTY's master side, until the terminal is closed: once the
-    /// program's exit is read, or on a hang-up. A leaf lock: nothing else
-    /// is taken while it is held. Reading holds a clone of its own, and
-    /// input waiting for the terminal one while it waits.
+    /// The PTY's master side, until the terminal is closed.
+    ///
+    /// The terminal is closed once the program's exit is read, or on a
+    /// hang-up. This is a leaf lock: nothing else is taken while it is
+    /// held. Reading holds a clone of its own. Input waiting for the
+    /// terminal holds one while it waits.
     master: Mutex<Option<Arc<AsyncFd<OwnedFd>>>>,
     /// Whether a process still had the terminal open when it was closed at
-    /// the program's exit (something it left running), so Kill looks for
-    /// leftovers.
+    /// the program's exit.
+    ///
+    /// Such a process is something the program left running. It tells Kill
+    /// to look for leftovers.
     held_when_closed: AtomicBool,
     /// Input the terminal has not taken yet, in order.
     input: Mutex<InputQueue>,
     state: Mutex<State>,
-    /// The scrollback's end offset, stored under the lock after each
-    /// append, so a list of a thousand sessions reads it without locking
-    /// each of them.
+    /// The scrollback's end offset, stored under the lock after each append.
+    ///
+    /// A list of a thousand sessions reads it without locking each of them.
     produced: AtomicU64,
     /// Pinged on new output, title or exit; attachers wait on it.
     changes: watch::Sender<()>,
@@ -260,18 +276,22 @@ pub struct Session {
     /// times are on it).
     exited_at_boot: std::sync::OnceLock<Duration>,
     /// Set (under the state lock) once the program has exited, before
-    /// what it left in the terminal is read: from then on the terminal is
-    /// not hung up, which would lose that last output.
+    /// what it left in the terminal is read.
+    ///
+    /// From then on the terminal is not hung up, which would lose that last
+    /// output.
     leader_exited: AtomicBool,
 }
 
 impl Session {
-    /// Wraps a freshly spawned program. The returned future reads its
-    /// output and reaps it, resolving once the exit is recorded; the caller
-    /// must spawn it (after making the session findable, so whatever
-    /// follows the exit finds it): dropped, the program is never reaped.
-    /// Must run inside the tokio runtime that is to read the terminal (its
-    /// descriptors join that runtime's reactor).
+    /// Wraps a freshly spawned program.
+    ///
+    /// The returned future reads its output and reaps it. It resolves once
+    /// the exit is recorded. The caller must spawn it, after making the
+    /// session findable, so whatever follows the exit finds it. Dropped,
+    /// the program is never reaped. This must run inside the tokio runtime
+    /// that is to read the terminal: its descriptors join that runtime's
+    /// reactor.
     ///
     /// `listing` is its List entry's parts that never change, encoded by
     /// the caller (`listing::encode_fixed`) with `created_at` in them.
@@ -340,7 +360,7 @@ impl Session {
 
     fn state(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave the ring inconsistent
-        // in a way worth dying for; keep serving.
+        // in a way worth dying for. The daemon keeps serving.
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -351,9 +371,11 @@ impl Session {
         self.state().exit
     }
 
-    /// `signal` (something done to the program by its pid) while the
-    /// program has not been reaped, so the pid is still its own; `None`
-    /// once it has exited.
+    /// Runs `signal` while the program has not been reaped.
+    ///
+    /// `signal` is something done to the program by its pid. Until the
+    /// reap, the pid is still the program's own. Returns `None` once it has
+    /// exited.
     pub fn while_running<T>(&self, signal: impl FnOnce() -> T) -> Option<T> {
         let state = self.state();
         state.exit.is_none().then(signal)
@@ -365,20 +387,23 @@ impl Session {
     }
 
     /// Hangs up the terminal, as closing a terminal window or killing a
-    /// tmux session does: the kernel sends SIGHUP and SIGCONT to the
-    /// session's leader, whoever's it is, which no signal from this user
-    /// reaches once its programs became another user (`sudo -i`). What the
-    /// terminal held unread goes with it, and the input waiting for it;
-    /// input and resizes are refused from then on, as for a program that
-    /// let go of its terminal. Nothing is done once the program has exited
-    /// (its last output is being read) or the terminal is hung up already;
-    /// returns whether it was hung up now.
+    /// tmux session does.
     ///
-    /// Reading holds a clone of the master for as long as it reads, so
-    /// the descriptor number is kept, now /dev/null's: reading meets an end
-    /// of file instead of the next file this process opens under that
-    /// number. (Its registration with the reactor is left behind when the
-    /// last clone goes: a few dozen bytes, once per session hung up so.)
+    /// The kernel sends SIGHUP and SIGCONT to the session's leader, whoever's
+    /// it is. No signal from this user reaches the leader once its programs
+    /// became another user (`sudo -i`). What the terminal held unread goes
+    /// with it, and so does the input waiting for it. Input and resizes are
+    /// refused from then on, as for a program that let go of its terminal.
+    ///
+    /// Nothing is done once the program has exited (its last output is
+    /// being read), or once the terminal is hung up already. Returns
+    /// whether it was hung up by this call.
+    ///
+    /// Reading holds a clone of the master for as long as it reads. So the
+    /// descriptor number is kept, and becomes /dev/null's. Reading meets an
+    /// end of file instead of the next file this process opens under that
+    /// number. Its registration with the reactor is left behind when the
+    /// last clone goes: a few dozen bytes, once per session hung up so.
     pub fn hang_up(&self) -> io::Result<bool> {
         use std::os::fd::AsRawFd;
         let null = rustix::fs::open(
@@ -386,7 +411,7 @@ impl Session {
             rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
             rustix::fs::Mode::empty(),
         )?;
-        // Under both locks, in the order writes take them: no write or
+        // Under both locks, in the order writes take them. No write or
         // resize is half way through when the terminal goes.
         let mut input = self.input();
         let _state = self.state();
@@ -397,9 +422,9 @@ impl Session {
             return Ok(false);
         };
         // SAFETY: both descriptors are open and owned (the master by
-        // `master`, which reading's clone keeps alive); dup3 closes the
+        // `master`, which reading's clone keeps alive). dup3 closes the
         // master's reference to the terminal and puts /dev/null at its
-        // number, which the last clone goes on owning and closes.
+        // number. The last clone goes on owning that number, and closes it.
         let result = unsafe {
             libc::dup3(
                 null.as_raw_fd(),
@@ -417,10 +442,12 @@ impl Session {
     }
 
     /// Closes the terminal once the program's exit and what it left there
-    /// are read, as tmux closes a dead pane: anything still running on it
-    /// meets an end of file and fails its writes (EIO), rather than
-    /// blocking, once the terminal's buffer is full, until the session is
-    /// forgotten. Whether anything did is kept for Kill.
+    /// are read, as tmux closes a dead pane.
+    ///
+    /// Anything still running on it meets an end of file and fails its
+    /// writes (EIO). Otherwise it would block once the terminal's buffer is
+    /// full, until the session is forgotten. Whether anything was still
+    /// running on it is kept for Kill.
     fn close_at_exit(&self) {
         // Under the input lock: no write is half way through.
         let _input = self.input();
@@ -428,7 +455,7 @@ impl Session {
         let Some(master) = slot.as_deref() else {
             return;
         };
-        // Stored before the slot empties: no one sees it closed and not
+        // Stored before the slot empties. No one sees it closed and not
         // held.
         self.held_when_closed
             .store(in_use(master), Ordering::Release);
@@ -437,8 +464,10 @@ impl Session {
         // terminal closes.
     }
 
-    /// Whether any process still has the terminal open; once it is
-    /// closed, whether one had when the program exited (none, for a hang-up).
+    /// Whether any process still has the terminal open.
+    ///
+    /// Once it is closed, whether one had when the program exited (none,
+    /// for a hang-up).
     pub fn terminal_in_use(&self) -> bool {
         match self.master().as_deref() {
             Some(master) => in_use(master),
@@ -478,17 +507,20 @@ impl Session {
         let _ = exited.wait_for(|exited| *exited).await;
     }
 
-    /// Takes input for the program, all of it or none, in order with
-    /// other writes: written to the terminal now as far as it takes it,
-    /// the rest left to wait there for the program to read
-    /// ([`InputQueue`]). Refused whole when too much waits already.
+    /// Takes input for the program, all of it or none, in order with other
+    /// writes.
+    ///
+    /// It is written to the terminal at once, as far as the terminal takes
+    /// it. The rest is left to wait for the program to read
+    /// ([`InputQueue`]). The write is refused whole when too much waits
+    /// already.
     pub fn write(self: &Arc<Self>, data: &[u8]) -> Result<()> {
         let mut input = self.input();
         if *self.exited.borrow() {
             return Err(Error::SessionExited(self.id.clone()));
         }
         // Exited but not reaped yet (what it left waits for an attacher),
-        // or it closed its terminal: the kernel would take the bytes, and
+        // or it closed its terminal. The kernel would take the bytes, and
         // no one would read them.
         let master = self
             .master()
@@ -500,8 +532,8 @@ impl Session {
         };
         let mut rest = data;
         if !input.draining {
-            // Nothing waits: straight to the terminal (the PTY is
-            // non-blocking, so this never waits under the lock).
+            // Nothing waits, so straight to the terminal. The PTY is
+            // non-blocking, so this never waits under the lock.
             loop {
                 if rest.is_empty() {
                     return Ok(());
@@ -512,10 +544,10 @@ impl Session {
                     Err(rustix::io::Errno::AGAIN) => break,
                     // Older kernels answer EIO once no one holds the
                     // other side. Before any of this write was taken, it
-                    // is refused whole, as promised; part way through (the
-                    // program let go of its terminal meanwhile), what was
-                    // taken reaches no one either, and the refusal says
-                    // why rather than failing INTERNAL.
+                    // is refused whole, as promised. Part way through,
+                    // the program let go of its terminal meanwhile. What
+                    // was taken then reaches no one either, and the
+                    // refusal says why rather than failing INTERNAL.
                     Err(rustix::io::Errno::IO) => {
                         return Err(Error::TerminalClosed(self.id.clone()));
                     }
@@ -587,8 +619,10 @@ impl Session {
         self.input.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Changes the terminal size; the kernel sends SIGWINCH to the program
-    /// if the size changed, and with `redraw` it is sent anyway.
+    /// Changes the terminal size.
+    ///
+    /// The kernel sends SIGWINCH to the program if the size changed. With
+    /// `redraw` it is sent anyway.
     pub fn resize(&self, cols: u16, rows: u16, redraw: bool) -> Result<()> {
         let mut state = self.state();
         if state.exit.is_some() {
@@ -607,11 +641,11 @@ impl Session {
         let master = master.get_ref();
         if redraw && unchanged {
             // The kernel signals the terminal's foreground process group
-            // on any change of size, through the group it holds, so no
-            // other process is ever signalled (a group number read with
-            // tcgetpgrp may have passed to another group by now). A pixel
-            // width of 1 instead of the 0 holdfast keeps is such a change
-            // and nothing else; setting the size back is a second one, so
+            // on any change of size, through the group it holds. So no
+            // other process is ever signalled. (A group number read with
+            // tcgetpgrp may have passed to another group by now.) A pixel
+            // width of 1 instead of the 0 holdfast keeps is such a change,
+            // and nothing else. Setting the size back is a second one. So
             // the program may draw twice, the last time at its true size.
             let nudge = Winsize {
                 ws_xpixel: 1,
@@ -629,9 +663,10 @@ impl Session {
         Ok(())
     }
 
-    /// A cursor at `from_offset`, or at the oldest byte held; if `paced`,
-    /// reading is paced to it until it is dropped, else it is never
-    /// waited for (the ring may lap it).
+    /// A cursor at `from_offset`, or at the oldest byte held.
+    ///
+    /// If `paced`, reading is paced to it until it is dropped. Otherwise it
+    /// is never waited for, and the ring may lap it.
     pub fn cursor(self: &Arc<Self>, from_offset: Option<u64>, paced: bool) -> Cursor {
         let mut state = self.state();
         let offset = from_offset.unwrap_or(state.scrollback.start_offset());
@@ -663,8 +698,9 @@ impl Session {
         self.changes.subscribe()
     }
 
-    /// The next event for `cursor`, waiting for one if need be; `None` once
-    /// the exit has been delivered.
+    /// The next event for `cursor`, waiting for one if need be.
+    ///
+    /// `None` once the exit has been delivered.
     pub async fn next_event(
         &self,
         cursor: &mut Cursor,
@@ -678,8 +714,8 @@ impl Session {
             if let Some(event) = self.poll_event(cursor) {
                 return Some(event);
             }
-            // The sender lives as long as `self`; a closed channel would mean
-            // the session is gone, so end the stream.
+            // The sender lives as long as `self`. A closed channel would mean
+            // the session is gone, so the stream ends.
             if changes.changed().await.is_err() {
                 return None;
             }
@@ -793,15 +829,15 @@ impl Session {
             .set(holdfast_plumbing::proc_stat::since_boot());
         {
             // Recorded before the pid is freed, under the lock that
-            // signalling it by pid holds ([`Session::while_running`]): no
-            // signal meant for the program reaches a process that took its
-            // pid after it.
+            // signalling it by pid holds ([`Session::while_running`]). So
+            // no signal meant for the program reaches a process that took
+            // its pid after it.
             let mut state = self.state();
             state.exit = Some(exit);
             reap(&pidfd);
         }
         self.generation.bump();
-        // Broadcast before `exited` wakes anyone: a stopping daemon ends
+        // Broadcast before `exited` wakes anyone. A stopping daemon ends
         // the exit watches once every session has exited, and each watch
         // must have had this exit by then. No watchers is fine: List
         // still reports the exit.
@@ -814,8 +850,10 @@ impl Session {
     }
 
     /// Waits until no attacher that reading waits for is over half the ring
-    /// behind: each laggard until it moves on or its own patience runs out
-    /// (then reading stops waiting for it).
+    /// behind.
+    ///
+    /// It waits for each laggard until it moves on or its own patience runs
+    /// out. Then reading stops waiting for it.
     async fn wait_for_attachers(&self) {
         loop {
             let until = {
@@ -835,10 +873,11 @@ impl Session {
         }
     }
 
-    /// Reads what the program left in the PTY when it exited, still paced
-    /// to the attachers, until the PTY is empty or closed, or
-    /// [`FINAL_READ_BYTES`] have come (something else holding the terminal
-    /// may write on for ever).
+    /// Reads what the program left in the PTY when it exited.
+    ///
+    /// Reading is still paced to the attachers. It goes on until the PTY is
+    /// empty or closed, or until [`FINAL_READ_BYTES`] have come. Something
+    /// else holding the terminal may write on for ever.
     async fn read_what_is_left(&self, master: &AsyncFd<OwnedFd>) {
         let start = self.output_offset();
         while self.output_offset() - start < FINAL_READ_BYTES {
@@ -850,9 +889,10 @@ impl Session {
         }
     }
 
-    /// Reads what the PTY has, up to a few buffers' worth, never more than
-    /// lapping an attacher would take, stopping once one is over half the
-    /// ring behind.
+    /// Reads what the PTY has, up to a few buffers' worth.
+    ///
+    /// It never reads so much that it laps an attacher. It stops once one is
+    /// over half the ring behind.
     fn read_some(&self, master: &AsyncFd<OwnedFd>) -> io::Result<ReadOutcome> {
         READ_BUFFER.with_borrow_mut(|buffer| {
             for _ in 0..READS_PER_WAKEUP {
@@ -879,8 +919,10 @@ impl Session {
         })
     }
 
-    /// Records output; true when an attacher reading waits for is now over
-    /// half the ring behind.
+    /// Records output.
+    ///
+    /// Returns true when an attacher that reading waits for is over half the
+    /// ring behind after this output.
     fn append(&self, output: &[u8]) -> bool {
         let (retitled, pacing) = {
             let mut state = self.state();
@@ -910,15 +952,17 @@ enum ReadOutcome {
     Drained,
     /// There may be more; yield and come back.
     More,
-    /// An attacher is over half the ring behind; wait for it before
+    /// An attacher is over half the ring behind. Wait for it before
     /// reading on.
     Paced,
     /// No process holds the slave side any more.
     Closed,
 }
 
-/// Whether any process still has the terminal of `master` open (the master
-/// reports a hang-up once every descriptor of the slave side is closed).
+/// Whether any process still has the terminal of `master` open.
+///
+/// The master reports a hang-up once every descriptor of the slave side is
+/// closed.
 fn in_use(master: &AsyncFd<OwnedFd>) -> bool {
     let mut fds = [rustix::event::PollFd::new(
         master.get_ref(),
@@ -938,8 +982,10 @@ fn register(fd: OwnedFd, interest: Interest) -> io::Result<AsyncFd<OwnedFd>> {
     unsafe { AsyncFd::register_with_interest(fd, interest) }.map_err(io::Error::from)
 }
 
-/// The exit status of a program that has exited, through its pidfd,
-/// leaving it to be reaped ([`reap`]): until then its pid is not free.
+/// The exit status of a program that has exited, through its pidfd.
+///
+/// It leaves the program to be reaped ([`reap`]). Until then its pid is not
+/// free.
 async fn exit_status(pidfd: &AsyncFd<OwnedFd>) -> ExitStatus {
     loop {
         match wait(pidfd, WaitIdOptions::NOWAIT) {
@@ -976,8 +1022,10 @@ fn reap(pidfd: &AsyncFd<OwnedFd>) {
 }
 
 /// `waitid` for the exit of the program behind `pidfd`, without waiting
-/// for it (`NOHANG`), with `options` besides; tried again if a signal
-/// interrupts it.
+/// for it (`NOHANG`).
+///
+/// `options` are added besides. It is tried again if a signal interrupts
+/// it.
 fn wait(
     pidfd: &AsyncFd<OwnedFd>,
     options: WaitIdOptions,

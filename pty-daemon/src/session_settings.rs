@@ -9,8 +9,10 @@ pub struct SessionSettings {
     pub scrollback_bytes: usize,
     /// How long an exited session stays listed.
     pub exit_retention: Duration,
-    /// How long reading a terminal waits for an attacher over half the
-    /// scrollback behind to read half a scrollback more, before reading on
+    /// How long reading a terminal waits for an attacher that lags.
+    ///
+    /// An attacher lags when it is over half the scrollback behind. If it
+    /// has not read half a scrollback more in this time, reading goes on
     /// without it.
     pub attacher_patience: Duration,
 }

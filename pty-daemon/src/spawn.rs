@@ -1,5 +1,7 @@
-//! Starting a program on a new PTY: the environment it gets, its working
-//! directory, and the file descriptors the daemon keeps.
+//! Starting a program on a new PTY.
+//!
+//! This covers the environment it gets, its working directory, and the
+//! file descriptors the daemon keeps.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
@@ -12,14 +14,18 @@ use rustix::process::{Pid, PidfdFlags, Resource, Rlimit};
 use crate::error::{Error, Result};
 use crate::posix_spawn;
 
-/// Held to open a PTY, whose descriptors are inheritable for a moment, and
-/// shared by the spawns, which must not start a program in that moment.
+/// Held to open a PTY, whose descriptors are inheritable for a moment.
+///
+/// The spawns hold it shared, since they must not start a program in that
+/// moment.
 static PTY_OPENING: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
-/// The open-file limit the daemon was started with, when it raised its own:
-/// what its programs get. Software written for the usual soft limit of 1024
-/// may `select()` on any descriptor it gets, and beyond 1023 that corrupts
-/// memory instead of failing (systemd resets the limit for the same reason).
+/// The open-file limit the daemon was started with, when it raised its own.
+///
+/// Its programs get this limit. Software written for the usual soft limit
+/// of 1024 may `select()` on any descriptor it gets. Beyond 1023 that
+/// corrupts memory instead of failing. systemd resets the limit for the
+/// same reason.
 static PROGRAMS_FD_LIMIT: std::sync::OnceLock<Rlimit> = std::sync::OnceLock::new();
 
 /// Records the open-file limit to give programs: the daemon's own, from
@@ -57,8 +63,10 @@ pub struct Spawned {
     pub cwd: PathBuf,
 }
 
-/// The environment every session starts from: just enough for a login-like
-/// terminal, and nothing else of the daemon's (no tokens, no sockets).
+/// The environment every session starts from.
+///
+/// It is just enough for a login-like terminal, and nothing else of the
+/// daemon's (no tokens, no sockets).
 pub fn base_environment() -> BTreeMap<String, String> {
     let inherited = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let mut env = BTreeMap::new();
@@ -82,19 +90,23 @@ pub fn base_environment() -> BTreeMap<String, String> {
     env
 }
 
-/// Opens a PTY and starts the program on it as a session leader with the
-/// PTY as its controlling terminal. Blocking, but briefly: it does not fork.
+/// Opens a PTY and starts the program on it as a session leader, with the
+/// PTY as its controlling terminal.
+///
+/// It blocks, but briefly: it does not fork.
 ///
 /// The program is started with `posix_spawn`, which glibc implements with
-/// `clone(CLONE_VM | CLONE_VFORK)`: the daemon's memory is shared with the
-/// child until it execs instead of copied, so a spawn costs the same
-/// whatever the daemon holds (a fork copies the page tables of every byte
-/// of scrollback; measured in BENCHMARKS.md). Nothing runs in the child but
-/// glibc's own steps, in this order: a new session, every signal at its
-/// default action and none blocked, the working directory, the PTY opened
-/// as stdin (the session leader's first terminal: its controlling one),
-/// stdout and stderr, exec. The daemon opens every descriptor
-/// close-on-exec, so the child needs no sweep of stray ones.
+/// `clone(CLONE_VM | CLONE_VFORK)`. The daemon's memory is shared with the
+/// child until it execs, instead of copied. So a spawn costs the same
+/// whatever the daemon holds. A fork copies the page tables of every byte
+/// of scrollback (measured in BENCHMARKS.md).
+///
+/// Nothing runs in the child but glibc's own steps. In order, they are: a
+/// new session; every signal at its default action and none blocked; the
+/// working directory; the PTY opened as stdin, stdout and stderr; exec.
+/// The PTY is the session leader's first terminal, so it becomes its
+/// controlling one. The daemon opens every descriptor close-on-exec, so
+/// the child needs no sweep of stray ones.
 pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
     let mut env = base_environment();
     env.extend(spec.env);
@@ -142,9 +154,9 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
         pixel_width: 0,
         pixel_height: 0,
     };
-    // openpty opens both sides inheritable and marks them close-on-exec
-    // only after: a program started by another thread meanwhile would keep
-    // this terminal open (no hang-up for its session, ever).
+    // openpty opens both sides inheritable, and marks them close-on-exec
+    // only after. A program started by another thread meanwhile would keep
+    // this terminal open: no hang-up for its session, ever.
     let pair = {
         let _alone = PTY_OPENING
             .write()
@@ -232,8 +244,8 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
     };
     let pid = started.map_err(program_error)?;
     // posix_spawn has no step that sets a limit, so it is set from here,
-    // right after the exec: microseconds into the program's start, as a
-    // rule before its dynamic loader is done. A program that read its
+    // right after the exec. That is microseconds into the program's start,
+    // as a rule before its dynamic loader is done. A program that read its
     // limit first thing while this thread waited for a CPU would still see
     // the raised one. One that exited at once is gone already (ESRCH).
     if let Some(limit) = PROGRAMS_FD_LIMIT.get()
@@ -263,23 +275,26 @@ pub fn spawn(spec: SpawnSpec) -> Result<Spawned> {
 
 fn c_string(text: &str) -> Result<CString> {
     // Validation refuses NULs in argv, env and cwd before they get here, so
-    // this is the daemon's own fault; the text (an environment variable's
-    // value, perhaps a secret) is not echoed.
+    // this is the daemon's own fault. The text is not echoed: it may be an
+    // environment variable's value, perhaps a secret.
     CString::new(text).map_err(|error| Error::io("passing a string to exec", error))
 }
 
-/// Ends a program just started that nothing could watch (its pidfd or
-/// terminal could not be opened or registered), rather than leave it
-/// running unseen and, once it exits, unreaped. It leads its own process
-/// group, and has had no time to start others of its own.
+/// Ends a program just started that nothing could watch.
+///
+/// Its pidfd or terminal could not be opened or registered. Left running,
+/// it would go unseen and, once it exits, unreaped. It leads its own
+/// process group, and has had no time to start others of its own.
 pub fn end_unwatched(pid: Pid) {
     let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
 }
 
 /// Whether an errno says the system (or this process) is short of what a
-/// spawn takes: processes, memory, descriptors, terminals. The caller may
-/// try again later (`RESOURCE_EXHAUSTED`), unlike for a daemon fault.
+/// spawn takes.
+///
+/// A spawn takes processes, memory, descriptors and terminals. The caller
+/// may try again later (`RESOURCE_EXHAUSTED`), unlike for a daemon fault.
 fn is_shortage(errno: Option<i32>) -> bool {
     matches!(
         errno,

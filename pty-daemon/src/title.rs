@@ -1,11 +1,13 @@
-//! Window titles set by OSC 0 and OSC 2 sequences, found with a real VT
-//! parser so that sequences split across reads are still recognised.
+//! Window titles set by OSC 0 and OSC 2 sequences.
 //!
-//! Most output is plain text, and only an escape (`ESC`, 0x1b) can take the
+//! They are found with a real VT parser, so that sequences split across
+//! reads are still recognised.
+//!
+//! Most output is plain text. Only an escape (`ESC`, 0x1b) can take the
 //! parser out of its ground state, where text means nothing for titles. So
 //! while the parser is known to be in ground, bytes up to the next escape
-//! are skipped instead of fed: for `cat` of a large file that was 15 % of
-//! the daemon's CPU.
+//! are skipped instead of fed. For `cat` of a large file, feeding them was
+//! 15 % of the daemon's CPU.
 
 const ESC: u8 = 0x1b;
 
@@ -25,7 +27,9 @@ struct TitleFound {
     /// The most recent title seen since the last `take`.
     latest: Option<String>,
     /// Set by every callback that only happens in, or returns the parser
-    /// to, the ground state (fed no escape since, it stays there).
+    /// to, the ground state.
+    ///
+    /// Fed no escape since, the parser stays there.
     grounded: bool,
 }
 
@@ -93,10 +97,10 @@ impl TitleTracker {
         } else {
             output
         };
-        // Feed through the last escape (after which the parser is always
-        // in its escape state), then the rest with the ground marker reset:
-        // with no escape in it, any callback that marks ground means the
-        // parser ends there.
+        // Feed through the last escape, after which the parser is always
+        // in its escape state. Then feed the rest with the ground marker
+        // reset. With no escape in it, any callback that marks ground means
+        // the parser ends there.
         let tail = match memchr::memrchr(ESC, output) {
             Some(last) => {
                 self.parser.advance(&mut self.found, &output[..=last]);

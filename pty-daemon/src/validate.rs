@@ -7,8 +7,9 @@ use crate::limits::{
     MAX_CWD_BYTES, MAX_DIMENSION, MAX_LISTED_IDS, MAX_SESSION_ID_LEN, MAX_WRITE_BYTES,
 };
 
-/// A session id is 1 to 64 characters of `[A-Za-z0-9._-]` starting with a
-/// letter or digit, so it is safe in paths, logs and URLs.
+/// A session id is 1 to 64 characters of `[A-Za-z0-9._-]`.
+///
+/// It starts with a letter or digit. So it is safe in paths, logs and URLs.
 pub fn session_id(id: &str) -> Result<&str> {
     session_id_in("session_id", id)
 }
@@ -41,8 +42,10 @@ fn session_id_in<'a>(field: &str, id: &'a str) -> Result<&'a str> {
     Ok(id)
 }
 
-/// The sessions a `List` names: at most 1,000 valid ids, and not together
-/// with `if_generation` (offsets only make sense for the whole list).
+/// The sessions a `List` names: at most 1,000 valid ids.
+///
+/// They may not come together with `if_generation`, since offsets only make
+/// sense for the whole list.
 pub fn listed_ids(ids: &[String], if_generation: Option<u64>) -> Result<HashSet<&str>> {
     if ids.len() > MAX_LISTED_IDS {
         return Err(Error::invalid(
@@ -62,7 +65,7 @@ pub fn listed_ids(ids: &[String], if_generation: Option<u64>) -> Result<HashSet<
     ids.iter()
         .enumerate()
         .map(|(at, id)| {
-            // Named by its place only once it is found wrong: no string
+            // Named by its place only once it is found wrong. No string
             // is made for each of a list's ids.
             session_id(id).or_else(|_| session_id_in(&format!("session_ids[{at}]"), id))
         })

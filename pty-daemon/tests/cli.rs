@@ -1,5 +1,7 @@
-//! The daemon's command line. (Being an integration test of this package
-//! also makes `cargo test` build the binary the root `tests/` start.)
+//! The daemon's command line.
+//!
+//! Being an integration test of this package also makes `cargo test` build
+//! the binary the root `tests/` start.
 
 use std::process::Command;
 

@@ -1,8 +1,9 @@
-//! Property tests (random inputs, checked against a model) for the parts
-//! that read untrusted bytes or do offset arithmetic: the OSC title parser,
-//! the scrollback ring, and request validation. CI runs proptest's default
-//! 256 cases each; `PROPTEST_CASES=100000 cargo test -p pty-daemon --test
-//! properties` is the long run.
+//! Property tests: random inputs, checked against a model.
+//!
+//! They cover the parts that read untrusted bytes or do offset arithmetic:
+//! the OSC title parser, the scrollback ring, and request validation. CI runs
+//! proptest's default 256 cases each. The long run is
+//! `PROPTEST_CASES=100000 cargo test -p pty-daemon --test properties`.
 
 use proptest::prelude::*;
 use pty_daemon::scrollback::{ReadAt, Scrollback};

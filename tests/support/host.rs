@@ -1,5 +1,6 @@
-//! Starting the real host-service, which launches its own daemon, in a
-//! temp dir; stopping both when the test ends.
+//! Starting the real host-service in a temp dir.
+//!
+//! The host-service launches its own daemon. Both stop when the test ends.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

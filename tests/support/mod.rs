@@ -1,5 +1,7 @@
-//! Test support: start the real binaries in temp dirs, talk to them over
-//! their real sockets, and wait for conditions with deadlines, not sleeps.
+//! Test support: the real binaries, started in temp dirs.
+//!
+//! The helpers talk to them over their real sockets. They wait for
+//! conditions with deadlines, not sleeps.
 
 #![allow(dead_code)]
 

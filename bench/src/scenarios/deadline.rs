@@ -1,5 +1,7 @@
-//! Scenario 8: Deadline: the daemon stopped by SIGSTOP; how long `ListSessions`
-//! takes to answer from memory, against the configured deadline.
+//! Scenario 8: Deadline, with the daemon stopped by SIGSTOP.
+//!
+//! It measures how long `ListSessions` takes to answer from memory. The
+//! figure is set against the configured deadline.
 
 use std::time::Duration;
 

@@ -1,6 +1,9 @@
-//! Scenario 5: Keystroke echo: one byte in until it comes back on the attach stream,
-//! from `stty raw -echo; cat`; through the daemon and the host-service,
-//! beside a raw PTY (floor) and tmux `send-keys` → `%output` (peer).
+//! Scenario 5: Keystroke echo.
+//!
+//! It times one byte in until it comes back on the attach stream, from
+//! `stty raw -echo; cat`. The byte goes through the daemon and the
+//! host-service. Beside them are a raw PTY (the floor) and tmux `send-keys` →
+//! `%output` (the peer).
 
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};

@@ -1,6 +1,8 @@
-//! Scenario 6: Footprint: idle `sleep` sessions in a daemon of their own; its
-//! threads and resident memory per session beyond the scrollback bytes it
-//! holds, beside a tmux server with as many sessions.
+//! Scenario 6: Footprint of idle `sleep` sessions.
+//!
+//! The sessions run in a daemon of their own. It measures the daemon's
+//! threads, and its resident memory per session beyond the scrollback bytes
+//! it holds. Beside it is a tmux server with as many sessions.
 
 use std::time::Duration;
 

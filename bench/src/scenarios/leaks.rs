@@ -1,7 +1,9 @@
-//! Scenario 9: Leaks and stopping: spawn/kill cycles on a daemon of its own, then
-//! its open fds, threads, zombies and memory against the baseline; and the
-//! time SIGTERM takes to stop it with many sessions, beside `tmux
-//! kill-server` with as many.
+//! Scenario 9: Leaks and stopping.
+//!
+//! It runs spawn/kill cycles on a daemon of its own. Then it checks the
+//! daemon's open fds, threads, zombies and memory against the baseline. It
+//! also times how long SIGTERM takes to stop the daemon with many sessions,
+//! beside `tmux kill-server` with as many.
 
 use std::time::{Duration, Instant};
 

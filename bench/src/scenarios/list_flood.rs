@@ -1,10 +1,11 @@
-//! Scenario 2: List under an output flood: sessions running `yes`, each
-//! drained by its own attached client; `ListSessions` meanwhile, taking
-//! turns with the daemon's `List` and an empty RPC. The floor is that empty
-//! RPC under the same flood, and the list before the flood; the peer is
-//! tmux with one control-mode client per session draining it, listed by
-//! another control client. The two floods run one after the other (both at
-//! once would share the CPUs).
+//! Scenario 2: List under an output flood.
+//!
+//! Sessions run `yes`, each drained by its own attached client. Meanwhile
+//! `ListSessions` runs, taking turns with the daemon's `List` and an empty
+//! RPC. The floor is that empty RPC under the same flood, and the list before
+//! the flood. The peer is tmux with one control-mode client per session
+//! draining it, listed by another control client. The two floods run one
+//! after the other (both at once would share the CPUs).
 
 use std::io::{BufRead, BufReader};
 use std::time::Duration;

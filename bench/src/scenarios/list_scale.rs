@@ -1,6 +1,9 @@
-//! Scenario 1: List at scale: live sessions in a workspace and ended rows in the
-//! database; `ListSessions`, the daemon's `List`, a bare RPC (the floor),
-//! tmux control-mode `list-sessions -F` and `tmux list-sessions` (the peer).
+//! Scenario 1: List at scale.
+//!
+//! Live sessions sit in a workspace and ended rows in the database. It
+//! measures `ListSessions`, the daemon's `List` and a bare RPC (the floor).
+//! Beside them are tmux control-mode `list-sessions -F` and
+//! `tmux list-sessions` (the peer).
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};

@@ -1,4 +1,6 @@
-//! Scenario 7: Restart recovery: background sessions, the host-service killed; from
+//! Scenario 7: Restart recovery.
+//!
+//! Background sessions run, and the host-service is killed. It times from
 //! starting a new host-service process to its first `SOURCE_COMPLETE`
 //! `ListSessions` holding them all. The floor is the same process's first
 //! answer to anything (a health check).

@@ -1,8 +1,10 @@
-//! Scenario 3: Spawn: a request to start `echo x` until its first output byte
-//! arrives, through the host-service (two calls, and `StartSession`'s one)
-//! and the daemon (`Spawn` then `Attach`, and `Start`'s one); the floor is
-//! openpty + fork/exec + the first read in-process; the peer `tmux
-//! new-session -d`.
+//! Scenario 3: Spawn.
+//!
+//! It times a request to start `echo x` until its first output byte arrives.
+//! The request goes through the host-service (two calls, and
+//! `StartSession`'s one) and the daemon (`Spawn` then `Attach`, and
+//! `Start`'s one). The floor is openpty + fork/exec + the first read
+//! in-process. The peer is `tmux new-session -d`.
 
 use std::io::Read;
 use std::time::Duration;

@@ -1,7 +1,9 @@
-//! Scenario 4: Output throughput: `cat` of a file, from the keystroke that starts it
-//! until an attached client has received it all (the exit event), through
-//! the daemon and the host-service; the floor reads the same program on a
-//! raw PTY in-process; the peer is a tmux control-mode client.
+//! Scenario 4: Output throughput.
+//!
+//! It runs `cat` of a file, timed from the keystroke that starts it until an
+//! attached client has received it all (the exit event). The output goes
+//! through the daemon and the host-service. The floor reads the same program
+//! on a raw PTY in-process. The peer is a tmux control-mode client.
 
 use std::io::Write;
 use std::time::Instant;

@@ -1,7 +1,9 @@
-//! Whether the daemon answers at all: a health check, over the connection
-//! the daemon's other calls use, within a patience. A daemon stopped by a
-//! signal or held in a debugger still accepts connections and keeps its
-//! streams open, so only a call that waits for an answer tells.
+//! Whether the daemon answers at all.
+//!
+//! A health check asks, within a patience, over the connection the daemon's
+//! other calls use. A daemon stopped by a signal or held in a debugger
+//! still accepts connections and keeps its streams open. So only a call
+//! that waits for an answer tells.
 
 use std::time::Duration;
 
@@ -18,8 +20,9 @@ pub struct Liveness {
 }
 
 impl Liveness {
-    /// Checks over `channel` (shared with the daemon's other calls), each
-    /// answered within `patience` or counted as unanswered.
+    /// Checks over `channel`, which the daemon's other calls share.
+    ///
+    /// Each check is answered within `patience` or counted as unanswered.
     pub fn new(channel: Channel, patience: Duration) -> Self {
         Self {
             health: HealthClient::new(channel),
@@ -35,8 +38,10 @@ impl Liveness {
         }
     }
 
-    /// Why the daemon is not to be called on now, if it is not: it does
-    /// not answer within the patience, or says it is not serving.
+    /// Why the daemon is not to be called on now, if it is not.
+    ///
+    /// It does not answer within the patience, or it says it is not
+    /// serving.
     pub async fn not_answering(&self) -> Option<String> {
         let request = Request::new(HealthCheckRequest::default());
         let checked = tokio::time::timeout(self.patience, self.health.clone().check(request)).await;

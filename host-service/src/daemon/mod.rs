@@ -1,8 +1,8 @@
 //! The pty-daemon as the host sees it.
 //!
-//! The supervisor starts or adopts a daemon and notices when it dies; the
-//! liveness check answers whether it is up; the reaper settles rows with
-//! what the daemon holds; attach streams get connections of their own.
+//! The supervisor starts or adopts a daemon and notices when it dies. The
+//! liveness check answers whether it is up. The reaper settles rows with
+//! what the daemon holds. Attach streams get connections of their own.
 
 pub mod liveness;
 pub mod reaper;

@@ -1,7 +1,8 @@
-//! Reconciles the daemon with the database, at start and periodically:
-//! kills daemon sessions whose rows are stamped for disposal, and orphans
-//! that have no row at all; records rows whose process is gone as ended.
-//! It never kills a session whose row is active and unstamped.
+//! Reconciles the daemon with the database, at start and periodically.
+//!
+//! It kills daemon sessions whose rows are stamped for disposal, and
+//! orphans that have no row at all. It records rows whose process is gone
+//! as ended. It never kills a session whose row is active and unstamped.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -56,14 +57,16 @@ impl Reaper {
         }
     }
 
-    /// Runs a pass every `every`, forever.
+    /// Runs a pass every `every` until `stopped` resolves.
+    ///
+    /// A pass under way when it does runs to its end first.
     pub async fn run_every(self: Arc<Self>, every: Duration, stopped: impl Future<Output = ()>) {
         let mut ticker = tokio::time::interval(every);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticker.tick().await;
         let mut stopped = std::pin::pin!(stopped);
         loop {
-            // Between passes only: a pass is never cut half way.
+            // Between passes only. A pass is never cut half way.
             tokio::select! {
                 _ = ticker.tick() => self.pass_logged().await,
                 () = &mut stopped => return,
@@ -73,10 +76,10 @@ impl Reaper {
 
     /// One reconciliation pass.
     pub async fn pass(&self) -> Result<ReapReport> {
-        // Rows first, then the daemon: a session created in between has a
-        // row the snapshot lacks, and is re-checked before it is killed.
+        // Rows first, then the daemon. A session created in between has a
+        // row the snapshot lacks. It is re-checked before it is killed.
         let rows = self.store.unsettled_sessions().await?;
-        // Creations under way when the rows were read: their spawn may land
+        // Creations under way when the rows were read. Their spawn may land
         // after the daemon's answer below, so neither loop may judge them.
         let creating = self.memory.creating();
         let in_creation = |id: &str| creating.contains(id) || self.memory.is_creating(id);
@@ -107,11 +110,12 @@ impl Reaper {
             let revived;
             let (row, condemned) = match rows_by_id.get(id) {
                 Some(row) => (*row, false),
-                // Not in the snapshot: settled (ended, or disposed), made
-                // since, or truly no row. An ended row whose program runs
-                // was settled wrongly: by a pass that read the rows while
-                // its spawn (begun by a host-service that died) was still
-                // under way, which no list shows. It is listed again.
+                // Not in the snapshot. The row is settled (ended, or
+                // disposed), made since, or truly absent. An ended row
+                // whose program runs was settled wrongly. A pass read the
+                // rows while its spawn was still under way, which no list
+                // shows. That spawn was begun by a host-service that died.
+                // Such a row is listed again.
                 None => match self.store.revive(id, listed_at).await? {
                     Revival::Revived => {
                         tracing::warn!(
@@ -122,7 +126,8 @@ impl Reaper {
                         continue;
                     }
                     Revival::Active | Revival::EndedSince => continue,
-                    // Stamped since the rows were read, say: as any row.
+                    // Stamped since the rows were read, say. It is judged
+                    // as any row.
                     Revival::Condemned(row) => {
                         revived = row;
                         (&*revived, true)
@@ -139,14 +144,14 @@ impl Reaper {
                     }
                 },
             };
-            // A disposal under way (its grace period, then the daemon's
-            // SIGKILL) is the daemon's to finish: a second kill would cut a
+            // A disposal under way is the daemon's to finish: its grace
+            // period, then the daemon's SIGKILL. A second kill would cut a
             // long grace short. An active, unstamped row is never killed.
             let unstamped_but_condemned = condemned && !row.is_stamped();
             if !unstamped_but_condemned && !row.is_overdue(listed_at) {
                 continue;
             }
-            // Past it, or its kill failed: ended as it asked.
+            // Past it, or its kill failed. It is ended as it asked.
             tracing::info!(session_id = id, "killing a session stamped for disposal");
             let signal = row
                 .dispose_signal
@@ -185,8 +190,9 @@ impl Reaper {
         Ok(report)
     }
 
-    /// Has the daemon send `signal`, then SIGKILL after `grace`; says
-    /// whether it took the kill.
+    /// Has the daemon send `signal`, then SIGKILL after `grace`.
+    ///
+    /// Says whether the daemon took the kill.
     async fn kill(&self, session_id: &str, signal: daemon::Signal, grace: Duration) -> bool {
         let mut client = self.daemon.clone();
         let request = daemon::KillRequest {

@@ -1,6 +1,8 @@
 //! The connections to the daemon that carry output streams relayed to
-//! clients: as many as it takes for none to carry more than
-//! [`OUTPUT_STREAMS_PER_CONNECTION`], so that no number of clients that stop
+//! clients.
+//!
+//! There are as many as it takes for none to carry more than
+//! [`OUTPUT_STREAMS_PER_CONNECTION`]. So no number of clients that stop
 //! reading can have h2 drop a connection, and every stream on it.
 
 use std::path::PathBuf;
@@ -22,8 +24,9 @@ struct Connection {
     streams: Arc<()>,
 }
 
-/// Keeps its connection counted as carrying one more stream while held:
-/// it goes with the stream ([`StreamSlot::held_by`]).
+/// Keeps its connection counted as carrying one more stream while held.
+///
+/// It goes with the stream ([`StreamSlot::held_by`]).
 pub struct StreamSlot(#[expect(dead_code, reason = "held for its count")] Arc<()>);
 
 impl StreamSlot {
@@ -47,10 +50,11 @@ impl StreamConnections {
     }
 
     /// A client on a connection with room for one more output stream, and
-    /// the slot to keep with that stream. Of the connections no stream uses
-    /// any more, one is kept (for the next stream: a host at the brink of a
-    /// new connection does not open and close one for every look), and
-    /// the others are closed.
+    /// the slot to keep with that stream.
+    ///
+    /// Of the connections no stream uses any more, one is kept for the next
+    /// stream. So a host at the brink of a new connection does not open and
+    /// close one for every look. The others are closed.
     pub fn client(&self) -> (DaemonClient, StreamSlot) {
         let mut connections = self
             .connections

@@ -1,6 +1,8 @@
-//! Keeps a pty-daemon serving the socket: adopts the one already there or
-//! launches one, learns of session exits from it, and relaunches it if it
-//! dies, with a crash-loop breaker. Never stops the daemon.
+//! Keeps a pty-daemon serving the socket.
+//!
+//! It adopts the one already there or launches one. It learns of session
+//! exits from it. It relaunches it if it dies, with a crash-loop breaker.
+//! It never stops the daemon.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -34,14 +36,16 @@ const GAVE_UP_PROBE_EVERY: Duration = Duration::from_secs(5);
 
 /// How long a probe waits for the daemon's answer.
 const PROBE_PATIENCE: Duration = Duration::from_secs(2);
-/// How often a daemon that is up is asked whether it still answers (its
-/// exit watch alone would not tell a daemon stopped by a signal).
+/// How often a daemon that is up is asked whether it still answers.
+///
+/// Its exit watch alone would not tell a daemon stopped by a signal.
 const LIVENESS_EVERY: Duration = Duration::from_secs(5);
 /// How often a daemon that stopped answering is asked again.
 const DOWN_ASKED_EVERY: Duration = Duration::from_secs(1);
 /// How long a daemon whose socket and lock file are gone is given to bind
-/// them again before it is thought dead (it looks once a second:
-/// pty-daemon's `kept_socket.rs`).
+/// them again before it is thought dead.
+///
+/// It looks once a second (pty-daemon's `kept_socket.rs`).
 const REBIND_GRACE: Duration = Duration::from_secs(3);
 
 /// Why a probe found no serving daemon.
@@ -57,7 +61,9 @@ enum Probe {
 #[derive(Debug)]
 pub enum NoDaemon {
     /// One runs for this socket but does not answer (stopped, or its
-    /// socket gone): it is waited for, never replaced.
+    /// socket gone).
+    ///
+    /// It is waited for, never replaced.
     Waiting(String),
     /// None answers, and none could be started.
     Failed(String),
@@ -85,7 +91,9 @@ pub enum DaemonState {
     },
     /// Gone (being relaunched), or running but not answering.
     Down(String),
-    /// Crashed too often; not relaunched until one appears on the socket.
+    /// Crashed too often.
+    ///
+    /// None is relaunched until one appears on the socket.
     GaveUp(String),
 }
 
@@ -120,8 +128,9 @@ impl DaemonHealth {
 pub struct Launcher {
     /// The executable.
     pub program: PathBuf,
-    /// argv[0] to give it (the host-service binary runs as the daemon when
-    /// called `pty-daemon`).
+    /// argv[0] to give it.
+    ///
+    /// The host-service binary runs as the daemon when called `pty-daemon`.
     pub arg0: String,
     /// Extra daemon flags.
     pub args: Vec<String>,
@@ -143,9 +152,10 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
-    /// A supervisor for the daemon at `socket`; with no launcher it only
-    /// adopts a daemon started by hand. `client` and `liveness` share one
-    /// connection.
+    /// A supervisor for the daemon at `socket`.
+    ///
+    /// With no launcher it only adopts a daemon started by hand. `client`
+    /// and `liveness` share one connection.
     #[expect(
         clippy::too_many_arguments,
         reason = "the parts it keeps the daemon with"
@@ -193,7 +203,9 @@ impl Supervisor {
     }
 
     /// Reaches a daemon, launching one if none answers and none runs for
-    /// this socket. Bounded.
+    /// this socket.
+    ///
+    /// It is bounded in time.
     pub async fn ensure_daemon(&self) -> Result<daemon::DaemonInfo, NoDaemon> {
         match self.probe().await {
             Ok(info) => {
@@ -201,7 +213,7 @@ impl Supervisor {
                 self.adopted(&info).await;
                 return Ok(info);
             }
-            // Alive but stuck (stopped, overloaded): wait for it, never
+            // Alive but stuck (stopped, overloaded). Wait for it, never
             // replace it, and never count its sessions as lost.
             Err(Probe::Unresponsive(reason)) => {
                 self.set_state(DaemonState::Down(reason.clone())).await;
@@ -263,15 +275,19 @@ impl Supervisor {
         .await;
     }
 
-    /// A daemon whose socket was removed under it (by a tmp cleaner, or
-    /// logind at a user's last logout) binds it again within a second, but
-    /// a host-service started meanwhile finds nothing on the socket. A
-    /// second daemon launched then would take the path for good, and the
-    /// first's sessions, running on, would drop out of every list. So while
-    /// a daemon process for this socket runs (found by its command line,
-    /// `--daemonize --socket <path>`, as this service launches daemons),
-    /// none is launched: it is given `REBIND_GRACE` to answer, then waited
-    /// for (`Err`). `Ok(None)`: no such process.
+    /// Finds a daemon that runs for this socket but is not on it, and waits
+    /// for it to bind the socket again.
+    ///
+    /// A daemon's socket may be removed under it, by a tmp cleaner or by
+    /// logind at a user's last logout. The daemon binds it again within a
+    /// second. But a host-service started meanwhile finds nothing on the
+    /// socket. A second daemon launched then would take the path for good.
+    /// The first's sessions, running on, would drop out of every list. So
+    /// while a daemon process for this socket runs, none is launched. Such a
+    /// process is found by its command line, `--daemonize --socket <path>`,
+    /// as this service launches daemons. It is given `REBIND_GRACE` to
+    /// answer, then waited for (`Err`). `Ok(None)` means there is no such
+    /// process.
     async fn rebound_daemon(&self) -> Result<Option<daemon::DaemonInfo>, String> {
         let started = Instant::now();
         loop {
@@ -367,19 +383,21 @@ impl Supervisor {
         }
     }
 
-    /// Follows the daemon forever: records exits, and handles its death.
+    /// Follows the daemon forever.
+    ///
+    /// It records exits, and handles the daemon's death.
     pub async fn run(self: Arc<Self>) {
         // Whether a daemon was up and has not been recorded dead since. It
-        // outlives a spell of "accepts but does not answer": a daemon dying
+        // outlives a spell of "accepts but does not answer". A daemon dying
         // under SIGKILL can look that way for a moment before its socket
-        // refuses, and its death must still be counted.
+        // refuses. Its death must still be counted.
         let mut was_up = false;
         // Since when a daemon that was up has not been reachable.
         let mut unreachable_since: Option<Instant> = None;
         loop {
-            // Whether the daemon refused the watch itself: answering a
-            // probe all the same, it is tried again after a pause, not
-            // at once (each turn costs a connection, a List and a pass).
+            // Whether the daemon refused the watch itself. If it answers a
+            // probe all the same, it is tried again after a pause, not at
+            // once. Each turn costs a connection, a List and a pass.
             let mut watch_refused = false;
             if let up @ DaemonState::Up { pid, .. } = self.health.state() {
                 was_up = true;
@@ -404,7 +422,7 @@ impl Supervisor {
                     continue;
                 }
                 Err(Probe::Unreachable(error)) if was_up => {
-                    // Unreachable is not dead: its sessions are recorded
+                    // Unreachable is not dead. Its sessions are recorded
                     // as lost only once the daemon is known gone.
                     let since = *unreachable_since.get_or_insert_with(Instant::now);
                     if let Some(alive) = self.alive_but_unreachable(since.elapsed()).await {
@@ -418,7 +436,8 @@ impl Supervisor {
                 Err(Probe::Unreachable(_)) => {}
             }
             // A death is recorded (and counted) once, when a daemon that was
-            // up is found gone; not again on every retry while it is down.
+            // up is found gone. It is not recorded again on every retry
+            // while the daemon is down.
             if was_up {
                 self.daemon_died().await;
                 was_up = false;
@@ -460,17 +479,19 @@ impl Supervisor {
     }
 
     /// Streams exits (as [`Self::follow_exits`]) while asking the daemon
-    /// `pid`, whose state is `up`, every [`LIVENESS_EVERY`], whether it
-    /// still answers: a daemon
-    /// that stops answering (SIGSTOP, a debugger) keeps the watch open and
-    /// silent, so only asking tells. A health check left unanswered is
-    /// confirmed by a probe on a connection of its own (a daemon merely
-    /// slow under load answers that within its patience, and stays up).
-    /// Until it answers again it is reported down (lists answer from
-    /// memory, calls are refused at once, health says NOT_SERVING) and
-    /// asked every second; then it is up again, if it is the same daemon.
-    /// The watch goes on throughout: no exit is missed. Another daemon, or
-    /// none, ends it, for [`Self::run`] to adopt or mourn.
+    /// whether it still answers.
+    ///
+    /// The daemon is `pid`, whose state is `up`, and it is asked every
+    /// [`LIVENESS_EVERY`]. A daemon that stops answering (SIGSTOP, a
+    /// debugger) keeps the watch open and silent, so only asking tells. A
+    /// health check left unanswered is confirmed by a probe on a connection
+    /// of its own. A daemon merely slow under load answers that within its
+    /// patience, and stays up. Until it answers again it is reported down:
+    /// lists answer from memory, calls are refused at once, and health says
+    /// NOT_SERVING. Meanwhile it is asked every second. Then it is up again,
+    /// if it is the same daemon. The watch goes on throughout, so no exit is
+    /// missed. Another daemon, or none, ends it, for [`Self::run`] to adopt
+    /// or mourn.
     async fn follow_exits_asking(&self, pid: u32, up: &DaemonState) -> bool {
         let asking = async {
             loop {
@@ -513,7 +534,9 @@ impl Supervisor {
         }
     }
 
-    /// Streams exits until the stream ends; false if it did not open.
+    /// Streams exits until the stream ends.
+    ///
+    /// Returns false if the stream did not open.
     async fn follow_exits(&self) -> bool {
         let mut client = self.client.clone();
         let mut stream = match client.watch_sessions(daemon::WatchSessionsRequest {}).await {
@@ -563,7 +586,7 @@ impl Supervisor {
         }
     }
 
-    /// The daemon is gone, and every session with it: record that.
+    /// Records that the daemon is gone, and every session with it.
     async fn daemon_died(&self) {
         tracing::error!(socket = %self.socket.display(), "the pty-daemon died; its sessions died with it");
         self.record_crash();
@@ -608,11 +631,13 @@ impl Supervisor {
 }
 
 /// Whether a daemon that was up, and can no longer be reached on its
-/// socket, is alive nonetheless (and why that is thought), by its lock: a
-/// daemon holds it for as long as it lives. A daemon whose socket was
-/// removed binds it again by itself, but the lock file may have gone with
-/// it: then it is alive while `process_runs` finds its process (a
-/// daemonized one, by its command line), and for `REBIND_GRACE` in any case.
+/// socket, is alive nonetheless, and why that is thought.
+///
+/// It tells by the lock, which a daemon holds for as long as it lives. A
+/// daemon whose socket was removed binds it again by itself. But the lock
+/// file may have gone with it. Then the daemon is alive while
+/// `process_runs` finds its process (a daemonized one, by its command
+/// line), and for `REBIND_GRACE` in any case.
 fn alive_by_its_lock(
     lock: std::io::Result<Lock>,
     unreachable_for: Duration,

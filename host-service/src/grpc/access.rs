@@ -1,16 +1,19 @@
-//! Who may call the host API: every request passes here before any service.
+//! Who may call the host API.
+//!
+//! Every request passes here before any service.
 //!
 //! - With a token (`--auth-token`), a request must carry
-//!   `authorization: Bearer <token>`; the comparison takes the same time
+//!   `authorization: Bearer <token>`. The comparison takes the same time
 //!   wherever the first wrong byte is. Anything else is `UNAUTHENTICATED`.
 //! - Without one (loopback only: [`Policy::new`] refuses other addresses),
-//!   the connection must come from this user's programs (or root's):
+//!   the connection must come from this user's programs (or root's).
 //!   TCP on 127.0.0.1 reaches every account on the machine
-//!   (`peer_owner.rs`). And the request's `Host` (`:authority`) must name
-//!   this machine. A web page on another site that points its own DNS name
-//!   at 127.0.0.1 (DNS rebinding) is same-origin to the browser, so CORS
-//!   does not stop it; its requests carry that foreign name. Both are
-//!   refused here with `PERMISSION_DENIED`.
+//!   (`peer_owner.rs`). The request's `Host` (`:authority`) must also name
+//!   this machine. A web page on another site may point its own DNS name
+//!   at 127.0.0.1 (DNS rebinding). It is then same-origin to the browser,
+//!   so CORS does not stop it. Its requests carry that foreign name. Both
+//!   (another user's connection, a foreign name) are refused here with
+//!   `PERMISSION_DENIED`.
 
 use holdfast_api::error_details::{Reason, Refusal};
 use holdfast_plumbing::admission::{Admit, AdmitLayer};
@@ -26,9 +29,10 @@ use subtle::ConstantTimeEq;
 pub struct Token(Arc<[u8]>);
 
 impl Token {
-    /// A token from its text; `None` when empty (no token). It travels in
-    /// an HTTP header, so it must be visible ASCII: a token no client can
-    /// send is refused at start, not at every request.
+    /// A token from its text; `None` when empty (no token).
+    ///
+    /// It travels in an HTTP header, so it must be visible ASCII. A token
+    /// no client can send is refused at start, not at every request.
     pub fn new(text: &str) -> Result<Option<Self>, BadToken> {
         if text.is_empty() {
             return Ok(None);
@@ -234,9 +238,10 @@ impl Policy {
     }
 }
 
-/// Whether `authority` (`host[:port]`) names this machine: `localhost` or
-/// a loopback address (all of 127.0.0.0/8, which the host-service may
-/// listen on without a token, and `[::1]`).
+/// Whether `authority` (`host[:port]`) names this machine.
+///
+/// That is `localhost` or a loopback address: all of 127.0.0.0/8, which
+/// the host-service may listen on without a token, and `[::1]`.
 pub fn is_loopback_authority(authority: &str) -> bool {
     let host = match authority.rsplit_once(':') {
         Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host,

@@ -1,11 +1,12 @@
-//! Requests that are neither gRPC nor grpc-web (`curl` with JSON, a
-//! browser pointed at the port, a client of the Connect protocol) get an
-//! answer that says, in words, what this port speaks, before any service
-//! tries to read them.
+//! Answers requests that are neither gRPC nor grpc-web, in words.
+//!
+//! Such requests come from `curl` with JSON, a browser pointed at the port,
+//! or a client of the Connect protocol. They get an answer that says what
+//! this port speaks, before any service tries to read them.
 //!
 //! A POST of another content type is `415 Unsupported Media Type`, as the
-//! gRPC over HTTP/2 specification asks of servers; any other method is
-//! `405 Method Not Allowed` (OPTIONS never comes here: CORS answers it);
+//! gRPC over HTTP/2 specification asks of servers. Any other method is
+//! `405 Method Not Allowed`. OPTIONS never comes here: CORS answers it.
 //! gRPC over HTTP/1.1, which gRPC does not define and tonic does not
 //! serve, is `505 HTTP Version Not Supported`.
 
@@ -95,9 +96,10 @@ fn refusal<B>(request: &Request<B>) -> Option<Response<Body>> {
 /// The protocol a content type names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// `application/grpc`, `application/grpc+proto`, ... (tonic reads
-    /// any of them; media types are case-insensitive and may carry
-    /// parameters).
+    /// `application/grpc`, `application/grpc+proto`, ...
+    ///
+    /// Tonic reads any of them. Media types are case-insensitive and may
+    /// carry parameters.
     Grpc,
     /// One of [`GRPC_WEB`], exactly: tonic-web refuses any other.
     GrpcWeb,

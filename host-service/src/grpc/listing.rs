@@ -1,14 +1,15 @@
-//! How sessions appear in `ListSessions`, encoded. A workspace's list is
-//! made once per change (see `live_sessions`); its sessions are encoded
-//! once too, all but their output offsets, and every list sends that
-//! encoding with each session's fresh offset appended. Protobuf reads a
-//! message's fields in any order, so this is the same `Session` on the
-//! wire, without building, encoding and dropping a thousand messages
-//! (three strings each) per list.
+//! How sessions appear in `ListSessions`, encoded.
+//!
+//! A workspace's list is made once per change (see
+//! `sessions/live_sessions.rs`). Its sessions are encoded once too, all but
+//! their output offsets. Every list sends that encoding with each session's
+//! fresh offset appended. Protobuf reads a message's fields in any order,
+//! so this is the same `Session` on the wire. It spares building, encoding
+//! and dropping a thousand messages (three strings each) per list.
 //!
 //! [`ListSessionsResponse`] stands in for the generated type of that name
-//! in the host's server traits (see `build.rs` and `holdfast_plumbing::preencoded`);
-//! clients decode it as usual.
+//! in the host's server traits (see `build.rs` and
+//! `holdfast_plumbing::preencoded`). Clients decode it as usual.
 
 use holdfast_api::proto::host::v1 as pb;
 use holdfast_plumbing::preencoded::{Heads, Preencoded};
@@ -51,7 +52,9 @@ fn session_message(session: &LiveSession, output_offset: u64) -> pb::Session {
 }
 
 /// `source` as `ListSessionsResponse` and `CountBackgroundSessionsResponse`
-/// report it: the enum and the reason a list is degraded.
+/// report it.
+///
+/// That is the enum, and the reason a list is degraded.
 pub fn source_to_proto(source: &Source) -> (pb::Source, String) {
     match source {
         Source::Complete => (pb::Source::Complete, String::new()),
@@ -63,8 +66,10 @@ pub fn source_to_proto(source: &Source) -> (pb::Source, String) {
 pub type ListSessionsResponse = Preencoded<pb::ListSessionsResponse>;
 
 /// The response for `live` to a caller holding the list of generation
-/// `if_generation`: only the offsets while that list stands, else the whole
-/// list (its sessions encoded if no list has yet).
+/// `if_generation`.
+///
+/// While that list stands, it carries only the offsets. Otherwise it
+/// carries the whole list (its sessions encoded if no list has yet).
 pub fn list_sessions_response(
     live: &LiveSessions,
     if_generation: Option<u64>,
@@ -130,8 +135,9 @@ mod tests {
     }
 
     /// The assembled response decodes, with the generated types, to the
-    /// response built field by field, and is as long; a second response
-    /// sharing the same encoding carries its own offsets.
+    /// response built field by field, and is as long.
+    ///
+    /// A second response sharing the same encoding carries its own offsets.
     #[test]
     fn sessions_decode_as_if_encoded_whole() {
         let sessions = vec![

@@ -1,7 +1,9 @@
-//! Pages of `ListWorkspaces`, as Google's API guidelines have them
-//! (AIP-158): a page size, and a token saying where the last page ended.
-//! The token names the last workspace given (its creation time and id), so
-//! a page goes on from there however many workspaces were created since.
+//! Pages of `ListWorkspaces`, as Google's API guidelines have them (AIP-158).
+//!
+//! A request gives a page size, and a token saying where the last page
+//! ended. The token names the last workspace given (its creation time and
+//! id). So a page goes on from there however many workspaces were created
+//! since.
 
 use crate::error::{Error, Result};
 use crate::store::WorkspaceRow;
@@ -33,8 +35,9 @@ impl Page {
         self.after.clone()
     }
 
-    /// How many workspaces to read: one more than the page holds, which
-    /// tells whether another page follows.
+    /// How many workspaces to read: one more than the page holds.
+    ///
+    /// The extra one tells whether another page follows.
     pub fn limit(&self) -> Option<i64> {
         self.size.map(|size| size as i64 + 1)
     }

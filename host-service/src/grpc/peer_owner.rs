@@ -1,10 +1,12 @@
 //! The host-service's connections, each with the owner of its other end.
+//!
 //! On loopback without a token, only this user's programs (and root's) may
-//! call: TCP on 127.0.0.1 reaches every account on the machine, and
+//! call. TCP on 127.0.0.1 reaches every account on the machine, and
 //! whoever can call can run programs as this user. The owner is looked up
-//! once per connection, as it is accepted (`holdfast_plumbing::loopback_peer`), and
-//! reaches every request on it as an extension, for the access policy
-//! (`access.rs`) to judge.
+//! once per connection, as it is accepted
+//! (`holdfast_plumbing::loopback_peer`). It reaches every request on that
+//! connection as an extension, for the access policy (`access.rs`) to
+//! judge.
 
 use std::io;
 use std::pin::Pin;

@@ -1,5 +1,7 @@
-//! Transport wiring: gRPC, grpc-web (HTTP/1.1 with CORS), health and
-//! reflection, all on one TCP port; anything else told so in words.
+//! Transport wiring: gRPC, grpc-web, health and reflection on one TCP port.
+//!
+//! Grpc-web is served over HTTP/1.1, with CORS. Anything else is told so
+//! in words.
 
 use std::time::Duration;
 
@@ -18,8 +20,10 @@ use crate::grpc::peer_owner::{Connection, PeerOwner};
 use crate::grpc::status::HostStatus;
 use crate::host::Host;
 
-/// Largest request accepted on the wire: room for a 1 MiB write, so an
-/// oversized one is refused by validation with a clear message.
+/// Largest request accepted on the wire.
+///
+/// It leaves room for a 1 MiB write, so an oversized one is refused by
+/// validation with a clear message.
 const MAX_REQUEST_BYTES: usize = 16 << 20;
 
 /// Serves the host API on `listener` until `shutdown` resolves.
@@ -59,10 +63,11 @@ pub async fn serve(
         .await
 }
 
-/// The connections accepted on `listener`, pausing after a failed accept
-/// (tonic's `TcpIncoming` retries at once: a CPU spun while the process
-/// was out of descriptors), each with the owner of its other end when
-/// `check_owners`.
+/// The connections accepted on `listener`, each with the owner of its
+/// other end when `check_owners`.
+///
+/// It pauses after a failed accept. Tonic's `TcpIncoming` retries at once,
+/// which spins a CPU while the process is out of descriptors.
 fn incoming(
     listener: TcpListener,
     check_owners: bool,
@@ -75,7 +80,7 @@ fn incoming(
                     continue;
                 };
                 // Without TCP_NODELAY, Nagle's algorithm holds a small reply
-                // until the client's delayed ACK: ~40 ms added to every
+                // until the client's delayed ACK. That adds ~40 ms to every
                 // short answer.
                 if let Err(error) = connection.set_nodelay(true) {
                     tracing::debug!(%error, "setting TCP_NODELAY failed");
@@ -92,8 +97,9 @@ fn incoming(
 }
 
 /// Browsers may call from pages served on this machine (any port), and from
-/// origins named with `--cors-origin`; a page elsewhere on the web may not
-/// drive local terminals.
+/// origins named with `--cors-origin`.
+///
+/// A page elsewhere on the web may not drive local terminals.
 fn cors(extra_origins: Vec<String>) -> CorsLayer {
     let allowed = move |origin: &HeaderValue, _: &http::request::Parts| {
         let Ok(origin) = origin.to_str() else {
@@ -104,15 +110,15 @@ fn cors(extra_origins: Vec<String>) -> CorsLayer {
     CorsLayer::new()
         .allow_origin(AllowOrigin::predicate(allowed))
         .allow_methods([http::Method::POST, http::Method::OPTIONS])
-        // The headers the page asks for, named: a wildcard would not cover
+        // The headers the page asks for, named. A wildcard would not cover
         // `authorization` (the Fetch standard), so a page could not send
-        // the token; grpc-web metadata are headers of any name.
+        // the token. Grpc-web metadata are headers of any name.
         .allow_headers(AllowHeaders::mirror_request())
-        // What a page may read of an answer: the status (in the headers
-        // of an answer without messages), `holdfast-until-now`, which
-        // tells a look from an older host-service's attach, and
-        // `holdfast-attachment`, which names its attach stream in resizes
-        // and input, and `holdfast-live-offset`, where its history ends.
+        // What a page may read of an answer. That includes the status,
+        // which an answer without messages carries in its headers.
+        // `holdfast-until-now` tells a look from an older host-service's
+        // attach. `holdfast-attachment` names its attach stream in resizes
+        // and input. `holdfast-live-offset` says where its history ends.
         .expose_headers(
             [
                 "grpc-status",

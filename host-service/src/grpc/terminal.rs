@@ -1,7 +1,7 @@
 //! `holdfast.host.v1.TerminalService`: sessions, their streams and input.
 //!
 //! Requests are validated here, then handed to [`Host`]. Lists and counts
-//! come from the derived function in `sessions/live_sessions.rs`; errors
+//! come from the derived function in `sessions/live_sessions.rs`. Errors
 //! become statuses in `error.rs`.
 
 use std::pin::Pin;
@@ -163,7 +163,7 @@ impl TerminalService for Host {
             return Ok(response);
         }
         // A session that is not in memory (restored after a restart, or
-        // exited) has its row read while the stream opens: opening one
+        // exited) has its row read while the stream opens. Opening one
         // changes nothing, so a refusal has nothing to undo but to drop it.
         let (usable, events) = tokio::join!(self.usable(&session_id), open);
         let usable = usable?;

@@ -9,8 +9,9 @@ use tonic::Status;
 
 use crate::sessions::held_sessions::HeldSessions;
 
-/// `events` up to output offset `end` (of a session still running):
-/// output and truncation cut there, and the stream ended at once, without
+/// `events` up to output offset `end`, of a session still running.
+///
+/// Output and truncation are cut there. The stream ends at once, without
 /// waiting for what the program writes next.
 pub fn output_until<S>(events: S, end: u64) -> impl Stream<Item = S::Item> + Send + use<S>
 where

@@ -1,15 +1,16 @@
-//! The terminal sizes attached clients show a session at, so that a
-//! session follows its clients much as tmux's `window-size latest` has it: it
-//! takes the size of the client active last (that resized, or typed), and
-//! when that client detaches, the size of the client active last among
-//! those still attached that set one. An attach stream is named by a
-//! token its client gets with it (`holdfast-attachment`) and gives with
-//! its resizes and keys; a size set without one (grpcurl's, an older
-//! client's) belongs to no client and stays until the next resize, or keys
-//! from a client that set a size. Clients that never set a size do not
-//! count. Tokens start
-//! at a random number in each process, so one kept across a restart of
-//! the host-service names nobody.
+//! The terminal sizes attached clients show a session at.
+//!
+//! A session follows its clients much as tmux's `window-size latest` has
+//! it. It takes the size of the client active last (that resized, or
+//! typed). When that client detaches, it takes the size of the client
+//! active last among those still attached that set one. An attach stream
+//! is named by a token its client gets with it (`holdfast-attachment`).
+//! The client gives the token with its resizes and keys. A size set
+//! without one (grpcurl's, an older client's) belongs to no client. It
+//! stays until the next resize, or keys from a client that set a size.
+//! Clients that never set a size do not count. Tokens start at a random
+//! number in each process, so one kept across a restart of the
+//! host-service names nobody.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -41,8 +42,9 @@ impl Default for ClientSizes {
 
 #[derive(Debug)]
 struct Inner {
-    /// The last token given out, size set or typing noted: one count, so
-    /// later means larger.
+    /// The last token given out, size set or typing noted.
+    ///
+    /// All three share one count, so later means larger.
     counter: u64,
     sessions: HashMap<String, Clients>,
 }
@@ -55,8 +57,10 @@ struct Clients {
     /// one client's.
     owner: Option<AttachToken>,
     /// The size last given to the session while clients were attached (by
-    /// a resize, a detach or typing); `None` once giving one failed, as
-    /// what its terminal has is then unknown.
+    /// a resize, a detach or typing).
+    ///
+    /// It is `None` once giving one failed, as what its terminal has is
+    /// then unknown.
     current: Option<Size>,
 }
 
@@ -114,9 +118,10 @@ impl ClientSizes {
         });
     }
 
-    /// Ends the stream `attachment` names; returns the size the session is
-    /// to take now, if it had this client's size and another client still
-    /// attached has set one.
+    /// Ends the stream `attachment` names.
+    ///
+    /// Returns the size the session is to take now, if it had this client's
+    /// size and another client still attached has set one.
     pub fn detach(&self, session_id: &str, attachment: AttachToken) -> Option<Size> {
         let mut inner = self.inner();
         let clients = inner.sessions.get_mut(session_id)?;
@@ -141,10 +146,11 @@ impl ClientSizes {
         Some(size)
     }
 
-    /// Notes that the client of `attachment` typed in `session_id`: it is
-    /// the latest client now (which decides whose size a detach gives
-    /// back), and the session is to take its size, if it set one and the
-    /// session does not have it already. Whether the session's size is to
+    /// Notes that the client of `attachment` typed in `session_id`.
+    ///
+    /// It is the latest client now, which decides whose size a detach gives
+    /// back. The session is to take its size, if it set one and the session
+    /// does not have it already. Returns whether the session's size is to
     /// change (to [`Self::current`]).
     pub fn typed(&self, session_id: &str, attachment: AttachToken) -> bool {
         let mut inner = self.inner();
@@ -153,7 +159,8 @@ impl ClientSizes {
             return false;
         };
         // Whoever set the owner (a resize, a detach, typing) gave it the
-        // latest stamp too: nothing to do, unless its size failed to apply.
+        // latest stamp too. So there is nothing to do, unless its size
+        // failed to apply.
         if clients.owner == Some(attachment) && clients.current.is_some() {
             return false;
         }
@@ -176,8 +183,9 @@ impl ClientSizes {
         changed
     }
 
-    /// Notes that giving `session_id` its [`Self::current`] size failed:
-    /// what its terminal has is unknown, so the next activity applies a
+    /// Notes that giving `session_id` its [`Self::current`] size failed.
+    ///
+    /// What its terminal has is unknown, so the next activity applies a
     /// size again.
     pub fn unsure(&self, session_id: &str) {
         if let Some(clients) = self.inner().sessions.get_mut(session_id) {
@@ -185,9 +193,10 @@ impl ClientSizes {
         }
     }
 
-    /// The size `session_id` was last given while clients were attached:
-    /// what the host-service applies, in its turn, after a detach or
-    /// typing changed it.
+    /// The size `session_id` was last given while clients were attached.
+    ///
+    /// The host-service applies it, in its turn, after a detach or typing
+    /// changed it.
     pub fn current(&self, session_id: &str) -> Option<Size> {
         self.inner().sessions.get(session_id)?.current
     }
@@ -231,9 +240,9 @@ mod tests {
         let other_session = sizes.attach("t");
         let other_process = elsewhere.attach("s");
         // A size without a token, or with one of another session or
-        // process, or of a stream no longer open, is nobody's: the laptop
-        // leaving then leaves it (were it the laptop's, the desk's would
-        // come back).
+        // process, or of a stream no longer open, is nobody's. The laptop
+        // leaving then leaves it. Were it the laptop's, the desk's would
+        // come back.
         for nobody in [None, Some(gone), Some(other_session), Some(other_process)] {
             let laptop = sizes.attach("s");
             sizes.resized("s", Some(laptop), (120, 40));

@@ -21,8 +21,9 @@ pub struct HeldSession {
     pub listed: bool,
     /// Last known title (from the daemon, else the row).
     pub title: String,
-    /// The title given at creation, or by a rename since; the program's
-    /// titles do not change it.
+    /// The title given at creation, or by a rename since.
+    ///
+    /// The program's titles do not change it.
     pub name: String,
     /// The program's pid.
     pub pid: u32,
@@ -77,21 +78,26 @@ struct Inner {
     generation: u64,
 }
 
-/// The registrations of one session under way: its creation (rowed but
-/// maybe not yet spawned), or its adoptions after a restart (one per
-/// request that found it restored). What befalls the session meanwhile
-/// cannot touch `sessions`, which does not hold it yet, so it is noted
-/// here, and decides whether it may be registered.
+/// The registrations of one session under way.
+///
+/// They are its creation (rowed but maybe not yet spawned), or its
+/// adoptions after a restart (one per request that found it restored).
+/// What befalls the session meanwhile cannot touch `sessions`, which does
+/// not hold it yet. So it is noted here, and decides whether the session
+/// may be registered.
 #[derive(Debug, Clone, Copy, Default)]
 struct Pending {
     /// Whether its creation is under way.
     creating: bool,
     /// How many adoptions of it are under way.
     adoptions: u32,
-    /// Its row was stamped (disposed, workspace closed): it must never be
-    /// registered.
+    /// Its row was stamped (disposed, workspace closed).
+    ///
+    /// It must never be registered.
     stamped: bool,
-    /// It exited: registered, it would be listed alive.
+    /// It exited.
+    ///
+    /// Registered, it would be listed alive.
     exited: bool,
 }
 
@@ -103,8 +109,9 @@ impl Pending {
 }
 
 impl Inner {
-    /// Ends one registration of a pending session; forgets what befell it
-    /// once none is left. Returns what befell it.
+    /// Ends one registration of a pending session.
+    ///
+    /// Forgets what befell it once none is left. Returns what befell it.
     fn settle(&mut self, session_id: &str, end: impl FnOnce(&mut Pending)) -> Option<Pending> {
         let pending = self.pending.get_mut(session_id)?;
         end(pending);
@@ -147,9 +154,11 @@ impl HeldSessions {
     }
 
     /// Ends a creation started with `begin_create`, registering the
-    /// session if it started. False when its row was stamped meanwhile
-    /// ([`HeldSessions::remove`] during the creation): then it is not registered
-    /// and must never become visible.
+    /// session if it started.
+    ///
+    /// Returns false when its row was stamped meanwhile
+    /// ([`HeldSessions::remove`] during the creation). Then it is not
+    /// registered and must never become visible.
     pub fn finish_create(&self, session_id: &str, session: Option<HeldSession>) -> bool {
         let mut inner = self.inner();
         let settled = inner
@@ -184,10 +193,11 @@ impl HeldSessions {
             .is_some_and(|pending| pending.creating)
     }
 
-    /// Begins adopting a session restored after a restart: taken before
-    /// its row is read, so that a stamp landing after the read, which the
-    /// row could not show, still keeps the session out (see
-    /// [`Adoption::register`]).
+    /// Begins adopting a session restored after a restart.
+    ///
+    /// It is taken before the session's row is read. So a stamp landing
+    /// after the read, which the row could not show, still keeps the
+    /// session out (see [`Adoption::register`]).
     pub fn begin_adopt(self: &Arc<Self>, session_id: &str) -> Adoption {
         self.inner()
             .pending
@@ -207,8 +217,10 @@ impl HeldSessions {
     }
 
     /// Gives a session its new name, and the title too while it is the
-    /// old name (its program set none). Counts as a change whether or not
-    /// the session is registered: a list may show it from its row.
+    /// old name (its program set none).
+    ///
+    /// It counts as a change whether or not the session is registered,
+    /// since a list may show it from its row.
     pub fn rename(&self, session_id: &str, name: &str) {
         let mut inner = self.inner();
         if inner.pending.contains_key(session_id) {
@@ -243,9 +255,11 @@ impl HeldSessions {
     }
 
     /// Forgets a session whose row was just stamped (disposed, or its
-    /// workspace closed). A creation of it still under way will not
-    /// register it: stamping the row, then this, then the creation's
-    /// [`HeldSessions::finish_create`] is the order that keeps it hidden.
+    /// workspace closed).
+    ///
+    /// A creation of it still under way will not register it. Stamping the
+    /// row, then this, then the creation's [`HeldSessions::finish_create`]
+    /// is the order that keeps it hidden.
     pub fn remove(&self, session_id: &str) -> Option<HeldSession> {
         let mut inner = self.inner();
         if let Some(pending) = inner.pending.get_mut(session_id) {
@@ -265,6 +279,7 @@ impl HeldSessions {
     }
 
     /// Records an exit.
+    ///
     /// An exited session is forgotten once nothing is attached to it, so
     /// memory holds live sessions only, however long the process runs.
     pub fn mark_exited(&self, session_id: &str, code: Option<i32>, signal: Option<i32>) {
@@ -282,9 +297,11 @@ impl HeldSessions {
     }
 
     /// Records that every registered session died (its daemon died), and
-    /// every session still being created or adopted: what the dead daemon
-    /// said of them (started, alive) no longer holds, and registered they
-    /// would be listed alive for good, their rows settled already.
+    /// every session still being created or adopted.
+    ///
+    /// What the dead daemon said of them (started, alive) no longer holds.
+    /// Registered, they would be listed alive for good, their rows settled
+    /// already.
     pub fn mark_all_exited(&self) {
         let mut inner = self.inner();
         for pending in inner.pending.values_mut() {
@@ -297,26 +314,30 @@ impl HeldSessions {
         sessions.retain(|_, session| session.attachments > 0);
     }
 
-    /// Counts changes to the registered sessions: the same number means
-    /// the same sessions, attachments and exits.
+    /// Counts changes to the registered sessions.
+    ///
+    /// The same number means the same sessions, attachments and exits.
     pub fn generation(&self) -> u64 {
         self.inner().generation
     }
 
-    /// Visits every registered session under the lock, so a list can read
-    /// them and refresh what the daemon says of them without copying each
-    /// first; returns the generation they are at. What the daemon says is
-    /// no change here: a list made from it knows the daemon's generation.
+    /// Visits every registered session under the lock, and returns the
+    /// generation they are at.
+    ///
+    /// So a list can read them and refresh what the daemon says of them
+    /// without copying each first. What the daemon says is no change here.
+    /// A list made from it knows the daemon's generation.
     pub fn visit(&self, mut visit: impl FnMut(&mut HeldSession)) -> u64 {
         let mut inner = self.inner();
         inner.sessions.values_mut().for_each(&mut visit);
         inner.generation
     }
 
-    /// Counts an attach stream until the returned guard is dropped. A
-    /// session not registered (its adoption failed) is not counted, and
-    /// the guard then uncounts nothing, even should the session be
-    /// registered before it is dropped.
+    /// Counts an attach stream until the returned guard is dropped.
+    ///
+    /// A session not registered (its adoption failed) is not counted. The
+    /// guard then uncounts nothing, even should the session be registered
+    /// before it is dropped.
     pub fn attach(self: &Arc<Self>, session_id: &str) -> AttachGuard {
         let counted = match self.inner().sessions_mut().get_mut(session_id) {
             Some(session) => {
@@ -332,9 +353,10 @@ impl HeldSessions {
         }
     }
 
-    /// Takes over an attachment already counted: that of a session
-    /// registered attached by the stream that started it. Dropping the
-    /// guard ends it.
+    /// Takes over an attachment already counted.
+    ///
+    /// It is the attachment of a session registered attached by the stream
+    /// that started it. Dropping the guard ends it.
     pub fn attachment(self: &Arc<Self>, session_id: &str) -> AttachGuard {
         AttachGuard {
             memory: Arc::clone(self),
@@ -353,9 +375,12 @@ pub struct Adoption {
 
 impl Adoption {
     /// Registers the session, unless it is already known, or its row was
-    /// stamped or it exited since the adoption began (then it stays out of
-    /// memory: out of every list, or listed alive although it is not).
-    /// Whether it is registered now.
+    /// stamped or it exited since the adoption began.
+    ///
+    /// In those last two cases it stays out of memory. A stamped session
+    /// belongs out of every list. An exited one, registered, would be
+    /// listed alive although it is not.
+    /// Returns whether it is registered now.
     pub fn register(self, mut session: HeldSession) -> bool {
         let mut inner = self.memory.inner();
         if !inner

@@ -1,7 +1,9 @@
-//! A session's input on its way to the daemon: its writes go as messages
-//! on one daemon `Input` stream, opened at the first write and closed when
-//! this process forgets the session. A message costs both processes far
-//! less than a request of its own (BENCHMARKS.md, scenario 5).
+//! A session's input on its way to the daemon.
+//!
+//! Its writes go as messages on one daemon `Input` stream. The stream opens
+//! at the first write and closes when this process forgets the session. A
+//! message costs both processes far less than a request of its own
+//! (BENCHMARKS.md, scenario 5).
 
 use std::time::Duration;
 
@@ -15,7 +17,8 @@ use tonic::{Request, Status};
 use crate::error::{Error, Result};
 
 /// One session's input stream to the daemon, opened at its first write.
-/// Writes take turns: each is sent once the one before is answered, so
+///
+/// Writes take turns. Each is sent once the one before is answered, so
 /// they reach the terminal whole and in the order they were answered.
 #[derive(Default)]
 pub struct SessionInput {
@@ -25,12 +28,16 @@ pub struct SessionInput {
 /// Where the session's writes go.
 #[derive(Default)]
 enum Stream {
-    /// Nowhere yet: the next write opens the stream.
+    /// Nowhere yet.
+    ///
+    /// The next write opens the stream.
     #[default]
     Closed,
     Open(Box<AnsweredStream<daemon::InputRequest, daemon::InputResponse>>),
-    /// The daemon has no `Input` (an earlier version, kept running across
-    /// an upgrade of the host-service): a `Write` request each.
+    /// A `Write` request for each write.
+    ///
+    /// The daemon has no `Input`. It is an earlier version, kept running
+    /// across an upgrade of the host-service.
     Requests,
 }
 
@@ -42,11 +49,12 @@ impl std::fmt::Debug for SessionInput {
 
 impl SessionInput {
     /// Writes `data` to the session's terminal, answering once the daemon
-    /// holds all of it (what the terminal did not take waits there for the
-    /// program; a write that does not fit beside what waits is refused
-    /// whole). Waiting for its turn counts against `timeout`. A write that
-    /// fails, times out or is dropped closes the stream; the next write
-    /// opens another.
+    /// holds all of it.
+    ///
+    /// What the terminal did not take waits there for the program. A write
+    /// that does not fit beside what waits is refused whole. Waiting for
+    /// its turn counts against `timeout`. A write that fails, times out or
+    /// is dropped closes the stream. The next write opens another.
     pub async fn write(
         &self,
         daemon: &DaemonClient,
@@ -58,8 +66,8 @@ impl SessionInput {
         let exchange = async {
             let mut stream = self.stream.lock().await;
             // Taken out for the exchange and put back only once it is
-            // answered: should this write time out or be dropped on the way
-            // (a client gone, a deadline of its own), the stream goes with
+            // answered. This write may time out or be dropped on the way (a
+            // client gone, a deadline of its own). Then the stream goes with
             // it, and no later write can take this one's answer for its own.
             let taken = std::mem::take(&mut *stream);
             let (after, answered) = send(taken, daemon, session_id, data, deadline).await;
@@ -72,10 +80,11 @@ impl SessionInput {
     }
 }
 
-/// Sends one write on the stream, opening it with this write if need be;
-/// returns where the session's next write goes, and the answer. A write
+/// Sends one write on the stream, opening it with this write if need be.
+///
+/// Returns where the session's next write goes, and the answer. A write
 /// sent as a request of its own carries what is left until `deadline` as
-/// its gRPC deadline, so the daemon gives up on it when this process does.
+/// its gRPC deadline. So the daemon gives up on it when this process does.
 async fn send(
     stream: Stream,
     daemon: &DaemonClient,
@@ -112,7 +121,7 @@ async fn send(
             let (writes, requests) = answered_stream::requests(first);
             let answers = match daemon.clone().input(requests).await {
                 Ok(answers) => answers.into_inner(),
-                // Refused before reading anything: the write goes as a
+                // Refused before reading anything. The write goes as a
                 // request, and so will the session's next ones.
                 Err(status) if status.code() == tonic::Code::Unimplemented => {
                     tracing::debug!(%session_id, "the pty-daemon has no Input (an earlier version): writing with Write");

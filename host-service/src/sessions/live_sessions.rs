@@ -1,12 +1,14 @@
-//! The single derived function behind `ListSessions` and
-//! `CountBackgroundSessions`: which sessions of a workspace are live.
+//! Which sessions of a workspace are live.
+//!
+//! This is the single derived function behind `ListSessions` and
+//! `CountBackgroundSessions`.
 //!
 //! live = in-memory sessions ∪ (daemon-alive ⨝ active, listed, unstamped
-//! rows of the workspace), with the daemon asked under a deadline and the
-//! memory view returned, flagged, when it does not answer in time.
+//! rows of the workspace). The daemon is asked under a deadline. When it
+//! does not answer in time, the memory view is returned, flagged.
 //!
 //! The daemon is asked on every call. What it says is joined with memory
-//! once per change: while neither the daemon's list (its generation) nor
+//! once per change. While neither the daemon's list (its generation) nor
 //! memory (its own) changed, a workspace's list is the last one with fresh
 //! output offsets.
 
@@ -28,9 +30,13 @@ use crate::store::{self, Store, StoreError};
 /// How complete a list is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
-    /// The daemon answered: every live session is included.
+    /// The daemon answered.
+    ///
+    /// Every live session is included.
     Complete,
-    /// The daemon did not answer in time; only what memory holds, and why.
+    /// The daemon did not answer in time.
+    ///
+    /// The list is only what memory holds. The string says why.
     MemoryOnly(String),
 }
 
@@ -58,17 +64,21 @@ pub struct LiveSession {
 }
 
 /// A workspace's live sessions, oldest first, as one daemon list and one
-/// state of memory show them: everything a list shows but the output
-/// offsets. Lists that find neither changed share it.
+/// state of memory show them.
+///
+/// It holds everything a list shows but the output offsets. Lists that
+/// find neither changed share it.
 #[derive(Debug, Default)]
 pub struct Rendered {
-    /// Names this list for `ListSessionsRequest.if_generation`; 0 for a
-    /// memory-only list, which no request may hold.
+    /// Names this list for `ListSessionsRequest.if_generation`.
+    ///
+    /// It is 0 for a memory-only list, which no request may hold.
     pub generation: u64,
     /// The sessions.
     pub sessions: Vec<LiveSession>,
-    /// Where each session is in the daemon's list, for its output offset;
-    /// empty when only memory answered.
+    /// Where each session is in the daemon's list, for its output offset.
+    ///
+    /// It is empty when only memory answered.
     slots: Vec<usize>,
     /// The sessions encoded for `ListSessions`, by the first list that
     /// needs them.
@@ -90,8 +100,9 @@ impl Rendered {
 pub struct LiveSessions {
     /// Live, listed sessions, oldest first.
     pub rendered: Arc<Rendered>,
-    /// What the daemon said, for the output offsets; none when only
-    /// memory answered.
+    /// What the daemon said, for the output offsets.
+    ///
+    /// There is none when only memory answered.
     daemon: Option<DaemonView>,
     /// How complete the list is.
     pub source: Source,
@@ -104,7 +115,9 @@ impl LiveSessions {
     }
 
     /// Each session's output bytes so far, in the same order (all 0 when
-    /// only memory answered). Read by lists only: counts need none.
+    /// only memory answered).
+    ///
+    /// Only lists read them. Counts need none.
     pub fn output_offsets(&self) -> Vec<u64> {
         match &self.daemon {
             Some(view) => {
@@ -145,7 +158,9 @@ pub struct LiveSessionView {
 }
 
 /// A full daemon list, indexed by session id once, and the generation it
-/// belongs to. Cloning shares it.
+/// belongs to.
+///
+/// Cloning shares it.
 #[derive(Debug, Clone)]
 pub struct DaemonList {
     daemon_pid: u32,
@@ -176,8 +191,10 @@ impl DaemonList {
     }
 }
 
-/// The daemon's sessions for one request: a full list, possibly shared
-/// with earlier requests, and fresh output offsets when it was reused.
+/// The daemon's sessions for one request.
+///
+/// They are a full list, possibly shared with earlier requests, and fresh
+/// output offsets when it was reused.
 #[derive(Debug)]
 struct DaemonView {
     list: DaemonList,
@@ -197,8 +214,9 @@ impl DaemonView {
 pub enum Rows<'a> {
     /// Reading them failed.
     Failed(&'a StoreError),
-    /// They did not come within the time they were given: what was left
-    /// of the deadline when they were asked for.
+    /// They did not come within the time they were given.
+    ///
+    /// It holds what was left of the deadline when they were asked for.
     Late(Duration),
 }
 
@@ -209,12 +227,13 @@ pub struct Renders(Mutex<HashMap<String, Render>>);
 /// A list and what it was made from.
 #[derive(Debug)]
 struct Render {
-    /// The very daemon list it was made from: its slots index that list.
-    /// An "unchanged" answer reuses the list it confirms, so this holds
-    /// while only output moves. Two full lists of one generation may still
-    /// differ (a daemon too old to count generations says 0 for all, and
-    /// a list read while a session is forgotten), so equal generations
-    /// are not enough.
+    /// The very daemon list it was made from.
+    ///
+    /// Its slots index that list. An "unchanged" answer reuses the list it
+    /// confirms, so this holds while only output moves. Two full lists of
+    /// one generation may still differ. A daemon too old to count
+    /// generations says 0 for all, and a list may be read while a session
+    /// is forgotten. So equal generations are not enough.
     daemon_sessions: Arc<Vec<daemon::Session>>,
     memory_generation: u64,
     rendered: Arc<Rendered>,
@@ -249,9 +268,10 @@ impl Renders {
             .then(|| Arc::clone(&render.rendered))
     }
 
-    /// Keeps `rendered` as the workspace's list. Lists made from any other
-    /// daemon list or memory generation go: the newest is what is asked
-    /// with, so they would never be used again.
+    /// Keeps `rendered` as the workspace's list.
+    ///
+    /// Lists made from any other daemon list or memory generation go. The
+    /// newest is what is asked with, so they would never be used again.
     fn put(
         &self,
         workspace_id: &str,
@@ -273,10 +293,12 @@ impl Renders {
 }
 
 impl LiveSessionView {
-    /// The workspace's live sessions. Read-only: never spawns, kills or
-    /// attaches. Never fails because of the daemon or the database, and
-    /// never waits much past `until` for either: the configured deadline,
-    /// counted from the request's start.
+    /// The workspace's live sessions.
+    ///
+    /// It is read-only, and never spawns, kills or attaches. It never fails
+    /// because of the daemon or the database. It never waits much past
+    /// `until` for either. `until` is the configured deadline, counted from
+    /// the request's start.
     pub async fn list_live_sessions(&self, workspace_id: &str, until: Instant) -> LiveSessions {
         let view = match self.ask_daemon(until).await {
             Ok(view) => view,
@@ -285,17 +307,17 @@ impl LiveSessionView {
                 return self.memory_only(workspace_id, reason, None);
             }
         };
-        // After the daemon answered: a session disposed meanwhile has left
-        // memory by now and is not returned.
+        // This runs after the daemon answered. A session disposed meanwhile
+        // has left memory by now and is not returned.
         let rendered = match self
             .renders
             .get(workspace_id, &view.list, self.memory.generation())
         {
             Some(rendered) => rendered,
-            // Which background sessions may be listed only the rows tell;
-            // without them memory is all there is. Rows wait for a pooled
+            // Which background sessions may be listed only the rows tell.
+            // Without them memory is all there is. Rows wait for a pooled
             // connection, which writers stuck on another process's lock
-            // may hold for seconds: they are not waited for past the
+            // may hold for seconds. So they are not waited for past the
             // deadline either.
             None => {
                 let given = until.saturating_duration_since(Instant::now());
@@ -321,8 +343,9 @@ impl LiveSessionView {
         }
     }
 
-    /// The memory view, when the rows cannot be had: which background
-    /// sessions may be listed only they tell.
+    /// The memory view, when the rows cannot be had.
+    ///
+    /// Only the rows tell which background sessions may be listed.
     pub fn without_rows(&self, workspace_id: &str, rows: Rows<'_>) -> LiveSessions {
         self.without_rows_of(workspace_id, rows, None)
     }
@@ -346,9 +369,11 @@ impl LiveSessionView {
         self.memory_only(workspace_id, reason, daemon)
     }
 
-    /// HeldSessions's sessions; of those, when the daemon answered, only the ones
-    /// it lists alive (its word on liveness is fresher than memory's: an
-    /// exit may not have reached memory yet).
+    /// The sessions `HeldSessions` holds.
+    ///
+    /// When the daemon answered, only the ones it lists alive are kept. Its
+    /// word on liveness is fresher than memory's, as an exit may not have
+    /// reached memory yet.
     fn memory_only(
         &self,
         workspace_id: &str,
@@ -379,11 +404,11 @@ impl LiveSessionView {
         let mut seen = vec![false; daemon_sessions.len()];
         // Each live session with its place in the daemon's list.
         let mut live = Vec::new();
-        // A session this process is creating is not in the background: its
+        // A session this process is creating is not in the background. Its
         // creation registers it in memory (attached, if it was started with
-        // its stream) once the daemon has answered. Taken before memory is
-        // read: one registered in between is then seen there, and one
-        // registered after is left for the next list.
+        // its stream) once the daemon has answered. This set is taken
+        // before memory is read. One registered in between is then seen
+        // there, and one registered after is left for the next list.
         let creating = self.memory.creating();
         let memory_generation = self.memory.visit(|remembered| {
             let Some((index, session)) = view.list.find(&remembered.session_id) else {
@@ -417,8 +442,8 @@ impl LiveSessionView {
         });
 
         // Sessions alive in the daemon that this process has not seen since
-        // it started: background sessions. Only the database can say which
-        // workspace they belong to and whether they may be listed.
+        // it started are background sessions. Only the database can say
+        // which workspace they belong to and whether they may be listed.
         let unseen_alive = daemon_sessions
             .iter()
             .zip(&seen)
@@ -454,7 +479,7 @@ impl LiveSessionView {
             encoded: OnceLock::new(),
         });
         // Rows may change without memory or the daemon noticing (another
-        // process's stamp, say): a list read from them is not kept.
+        // process's stamp, say). So a list read from them is not kept.
         if !unseen_alive {
             self.renders
                 .put(workspace_id, &view.list, memory_generation, &rendered);
@@ -462,9 +487,10 @@ impl LiveSessionView {
         Ok(rendered)
     }
 
-    /// The daemon's sessions, or why they could not be had in time. When
-    /// nothing but output changed since the last full list, the daemon
-    /// sends only the offsets and the last list is reused.
+    /// The daemon's sessions, or why they could not be had in time.
+    ///
+    /// When nothing but output changed since the last full list, the
+    /// daemon sends only the offsets and the last list is reused.
     async fn ask_daemon(&self, until: Instant) -> Result<DaemonView, String> {
         if let Some(reason) = self.health.down_reason() {
             return Err(reason);
@@ -472,7 +498,7 @@ impl LiveSessionView {
         let last = self.last_list().clone();
         let known = last.as_ref().map(|last| last.generation);
         let left = || until.saturating_duration_since(Instant::now());
-        // What was left of the deadline: less than all of it when the
+        // What was left of the deadline. It is less than all of it when the
         // workspace's row was read first.
         let given = left();
         let timed_out = || {
@@ -489,14 +515,16 @@ impl LiveSessionView {
             return Ok(view);
         }
         // "Unchanged" from a generation we do not hold (a daemon that
-        // restarted in between): ask again in full, within what is left.
+        // restarted in between). Ask again in full, within what is left.
         match self.list(None, left()).await? {
             Some(response) => self.remember(None, response).ok_or_else(timed_out),
             None => Err(timed_out()),
         }
     }
 
-    /// One `List` call under `deadline`; `None` when it ran out.
+    /// One `List` call under `deadline`.
+    ///
+    /// Returns `None` when the deadline ran out.
     async fn list(
         &self,
         if_generation: Option<u64>,
@@ -506,13 +534,13 @@ impl LiveSessionView {
             if_generation,
             ..Default::default()
         });
-        // Tells the daemon to give up too; the timer below also bounds
+        // Tells the daemon to give up too. The timer below also bounds
         // connecting, which the gRPC timeout does not cover.
         request.set_timeout(deadline);
         let mut client = self.daemon.clone();
         match tokio::time::timeout(deadline, client.list(request)).await {
             Ok(Ok(response)) => Ok(Some(response.into_inner())),
-            // The gRPC timeout fired first: the same deadline.
+            // The gRPC timeout fired first. It is the same deadline.
             Ok(Err(status))
                 if matches!(
                     status.code(),
@@ -538,7 +566,9 @@ impl LiveSessionView {
     }
 
     /// Turns a daemon answer into a view, keeping a full list for next
-    /// time; `None` for "unchanged" from a list we do not hold.
+    /// time.
+    ///
+    /// Returns `None` for "unchanged" from a list we do not hold.
     fn remember(
         &self,
         last: Option<DaemonList>,
@@ -570,10 +600,11 @@ impl LiveSessionView {
     }
 }
 
-/// A new list's generation: unique in this process and, counted from the
-/// clock's nanoseconds at its first list, not one an earlier process of
-/// the host-service could have handed out (that would take more than one
-/// list per nanosecond).
+/// A new list's generation, unique in this process.
+///
+/// It is counted from the clock's nanoseconds at its first list. So it is
+/// not one an earlier process of the host-service could have handed out.
+/// That would take more than one list per nanosecond.
 fn next_list_generation() -> u64 {
     static NEXT: OnceLock<AtomicU64> = OnceLock::new();
     NEXT.get_or_init(|| {
@@ -585,8 +616,10 @@ fn next_list_generation() -> u64 {
     .fetch_add(1, Ordering::Relaxed)
 }
 
-/// A session's title as every view shows it: the program's own, once it
-/// set one, else the last one known (remembered, or given at creation).
+/// A session's title as every view shows it.
+///
+/// It is the program's own, once it set one, else the last one known
+/// (remembered, or given at creation).
 pub fn pick_title(from_daemon: &str, known: &str) -> String {
     if from_daemon.is_empty() {
         known

@@ -1,6 +1,8 @@
-//! A session on its way in: a validated `CreateSession` request, and the
-//! forms it takes as it is created (its row, the daemon's spawn request,
-//! its entry in memory and, once started, the session clients see).
+//! A session on its way in.
+//!
+//! It starts as a validated `CreateSession` request. It takes other forms
+//! as it is created: its row, the daemon's spawn request, its entry in
+//! memory and, once started, the session clients see.
 
 use std::time::SystemTime;
 
@@ -32,8 +34,9 @@ pub struct NewSession {
 }
 
 impl NewSession {
-    /// Validates a request and gives the session a fresh id; returns the
-    /// session with its row and the daemon's spawn request.
+    /// Validates a request and gives the session a fresh id.
+    ///
+    /// Returns the session with its row and the daemon's spawn request.
     pub fn validate(
         request: pb::CreateSessionRequest,
         attached: bool,
@@ -54,8 +57,8 @@ impl NewSession {
             listed: request.listed.unwrap_or(true),
             cols,
             rows,
-            // To the microsecond, as the row keeps it, so that a session
-            // shows one creation time whether memory or its row answers.
+            // To the microsecond, as the row keeps it. So a session shows
+            // one creation time whether memory or its row answers.
             created_at: store::from_micros(store::micros(SystemTime::now())),
             attached,
         };
@@ -78,7 +81,7 @@ impl NewSession {
             dispose_deadline: None,
         };
         let mut env = request.env;
-        // Which session a program runs in, as tmux sets TMUX: so that
+        // Which session a program runs in, as tmux sets TMUX. So
         // `holdfast attach` in a session does not attach it to itself.
         env.insert(
             holdfast_api::proto::SESSION_ID_VARIABLE.into(),

@@ -1,6 +1,8 @@
-//! One session as `GetSession` describes it: its row (what it was started
-//! with, and its end once recorded) joined with what the daemon says of it
-//! now, which is fresher while it knows the session.
+//! One session as `GetSession` describes it.
+//!
+//! Its row (what it was started with, and its end once recorded) is joined
+//! with what the daemon says of it now. That is fresher while the daemon
+//! knows the session.
 
 use holdfast_api::proto::daemon::v1 as daemon;
 use holdfast_api::proto::host::v1 as pb;
@@ -8,10 +10,12 @@ use holdfast_api::proto::host::v1 as pb;
 use crate::sessions::live_sessions::pick_title;
 use crate::store::{self, SessionRow};
 
-/// The session of `row`, as the daemon reports it (`None`: it no longer
-/// knows it: forgotten after its exit, lost with a daemon that died, or
-/// the daemon is down and the row holds its end), with the title and
+/// The session of `row`, as the daemon reports it, with the title and
 /// `attached` this process's memory holds of it, as lists show them.
+///
+/// `now` is `None` when the daemon no longer knows the session. It was
+/// forgotten after its exit, or lost with a daemon that died. Or the
+/// daemon is down and the row holds its end.
 pub fn describe(
     row: SessionRow,
     now: Option<daemon::Session>,
@@ -20,8 +24,8 @@ pub fn describe(
 ) -> pb::Session {
     let argv = serde_json::from_str(&row.argv).unwrap_or_default();
     let created_at = Some(store::from_micros(row.created_at).into());
-    // Times to the microsecond, as rows keep them, so that a session's
-    // end reads the same before and after the daemon forgets it.
+    // Times to the microsecond, as rows keep them. So a session's end
+    // reads the same before and after the daemon forgets it.
     let to_micros = |at: std::time::SystemTime| store::from_micros(store::micros(at)).into();
     let recorded_end = row.ended_at.map(|at| store::from_micros(at).into());
     let known = remembered_title.unwrap_or_else(|| row.title.clone());

@@ -1,6 +1,7 @@
-//! The workspaces this process has learned exist. Rows are never deleted
-//! (closing only stamps them), so once seen, a workspace exists for good:
-//! lists use this to skip reading it again.
+//! The workspaces this process has learned exist.
+//!
+//! Rows are never deleted (closing only stamps them). So once seen, a
+//! workspace exists for good. Lists use this to skip reading it again.
 
 use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard};

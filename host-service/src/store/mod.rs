@@ -1,4 +1,5 @@
 //! The session store: workspaces and session rows in SQLite through diesel.
+//!
 //! Every call runs on the pool's blocking threads, never on an async worker.
 
 pub mod known_workspaces;
@@ -17,7 +18,9 @@ use crate::store::schema::{terminal_sessions, workspaces};
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
-/// Connections in the pool: SQLite serialises writers, so a few suffice.
+/// Connections in the pool.
+///
+/// SQLite serialises writers, so a few suffice.
 const POOL_SIZE: usize = 4;
 
 /// What can go wrong in the store.
@@ -51,9 +54,10 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// Whether trying again later may succeed: the database was locked
-    /// (by another process, past the busy timeout) or no connection could
-    /// be had.
+    /// Whether trying again later may succeed.
+    ///
+    /// It may when the database was locked (by another process, past the
+    /// busy timeout) or no connection could be had.
     pub fn is_transient(&self) -> bool {
         use diesel::result::Error::DatabaseError;
         match self {
@@ -81,7 +85,9 @@ pub enum Status {
     Active,
     /// The program exited on its own (or with its daemon).
     Exited,
-    /// Disposed on request; never listed again.
+    /// Disposed on request.
+    ///
+    /// It is never listed again.
     Disposed,
 }
 
@@ -149,13 +155,17 @@ pub struct SessionRow {
     /// When disposal was first requested, µs since the epoch.
     pub dispose_requested_at: Option<i64>,
     /// The signal that disposal sends first (the daemon's `Signal`
-    /// number); `None` means SIGHUP.
+    /// number).
+    ///
+    /// `None` means SIGHUP.
     pub dispose_signal: Option<i32>,
-    /// Its grace period before SIGKILL, in ms; `None` means
-    /// [`DEFAULT_DISPOSE_GRACE`].
+    /// Its grace period before SIGKILL, in ms.
+    ///
+    /// `None` means [`DEFAULT_DISPOSE_GRACE`].
     pub dispose_grace_ms: Option<i32>,
-    /// When that grace period ends, µs since the epoch; `None` means the
-    /// grace after the stamp.
+    /// When that grace period ends, µs since the epoch.
+    ///
+    /// `None` means the grace after the stamp.
     pub dispose_deadline: Option<i64>,
 }
 
@@ -171,9 +181,11 @@ impl SessionRow {
     }
 
     /// Whether a stamped session still running at `now` (µs) has outlived
-    /// its disposal: its grace period is over, and the daemon's SIGKILL
-    /// has had [`DISPOSE_SETTLING`] to end it. Until then a disposal under
-    /// way is left alone, so a long grace is not cut short.
+    /// its disposal.
+    ///
+    /// Its grace period is over, and the daemon's SIGKILL has had
+    /// [`DISPOSE_SETTLING`] to end it. Until then a disposal under way is
+    /// left alone, so a long grace is not cut short.
     pub fn is_overdue(&self, now: i64) -> bool {
         let Some(stamped) = self.dispose_requested_at else {
             return false;
@@ -192,7 +204,9 @@ impl SessionRow {
     }
 }
 
-/// The grace period of a disposal that names none: the daemon's default.
+/// The grace period of a disposal that names none.
+///
+/// It is the daemon's default.
 pub const DEFAULT_DISPOSE_GRACE: Duration = Duration::from_secs(1);
 /// How long after a disposal's deadline its session may take to go.
 const DISPOSE_SETTLING: Duration = Duration::from_secs(2);
@@ -243,8 +257,9 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (creating if need be, 0600 in a 0700 directory) the SQLite file
-    /// at `path`, and runs pending migrations.
+    /// Opens the SQLite file at `path`, and runs pending migrations.
+    ///
+    /// It creates the file if need be, 0600 in a 0700 directory.
     pub async fn open(path: &Path) -> Result<Self> {
         let open_error = |reason: String| StoreError::Open {
             path: path.to_path_buf(),
@@ -257,7 +272,7 @@ impl Store {
                 .create(dir)
                 .map_err(|error| open_error(format!("creating {}: {error}", dir.display())))?;
         }
-        // Create the file ourselves so it is 0600 from the start; SQLite
+        // Create the file ourselves so it is 0600 from the start. SQLite
         // gives its -wal and -shm files the same mode.
         std::fs::OpenOptions::new()
             .create(true)
@@ -318,12 +333,14 @@ impl Store {
             .map_err(|source| StoreError::Query { operation, source })
     }
 
-    /// Records a new, open workspace. Its creation time is the row's, or
-    /// just after the newest workspace's if that is not earlier (two
-    /// creates in one microsecond, creates racing for the database, a
-    /// clock set back): creation times follow the order of creation, so
-    /// a page of `ListWorkspaces`, which goes on from the last workspace
-    /// given, can never pass over one created after it.
+    /// Records a new, open workspace.
+    ///
+    /// Its creation time is the row's, or just after the newest workspace's
+    /// if that is not earlier. That covers two creates in one microsecond,
+    /// creates racing for the database, and a clock set back. So creation
+    /// times follow the order of creation. A page of `ListWorkspaces` goes
+    /// on from the last workspace given, and can never pass over one
+    /// created after it.
     pub async fn create_workspace(&self, mut row: WorkspaceRow) -> Result<WorkspaceRow> {
         self.run("creating a workspace", move |conn| {
             conn.immediate_transaction(|conn| {
@@ -342,9 +359,10 @@ impl Store {
         .await
     }
 
-    /// Workspaces oldest first, only open ones if `open_only`: from just
-    /// after `after` (the creation time and id of the last one a page
-    /// held), at most `limit` of them.
+    /// Workspaces oldest first, only open ones if `open_only`.
+    ///
+    /// They start just after `after`, the creation time and id of the last
+    /// one a page held. At most `limit` of them are read.
     pub async fn list_workspaces(
         &self,
         after: Option<(i64, String)>,
@@ -374,9 +392,11 @@ impl Store {
         .await
     }
 
-    /// Closes a workspace (keeping the first close time) and stamps its
-    /// active sessions for disposal, in one transaction. Returns the
-    /// workspace and the sessions newly stamped.
+    /// Closes a workspace and stamps its active sessions for disposal, in
+    /// one transaction.
+    ///
+    /// It keeps the first close time. Returns the workspace and the
+    /// sessions newly stamped.
     pub async fn close_workspace(
         &self,
         id: &str,
@@ -410,9 +430,11 @@ impl Store {
         .await
     }
 
-    /// Records a new session row, in the same transaction as the check
-    /// that its workspace exists and is open, so a concurrent close either
-    /// sees and stamps the row or refuses it.
+    /// Records a new session row.
+    ///
+    /// It runs in the same transaction as the check that its workspace
+    /// exists and is open. So a concurrent close either sees and stamps the
+    /// row or refuses it.
     pub async fn insert_session(&self, row: SessionRow) -> Result<Insert> {
         self.run("recording a session", move |conn| {
             conn.immediate_transaction(|conn| {
@@ -469,9 +491,11 @@ impl Store {
         .await
     }
 
-    /// Moves the end of a stamped session's grace period to `deadline`:
-    /// now, when the disposal's kill failed (the reaper then retries it),
-    /// or the end of the grace the reaper's own kill gave.
+    /// Moves the end of a stamped session's grace period to `deadline`.
+    ///
+    /// That is now, when the disposal's kill failed (the reaper then
+    /// retries it). Or it is the end of the grace the reaper's own kill
+    /// gave.
     pub async fn set_dispose_deadline(&self, id: &str, deadline: i64) -> Result<()> {
         let id = id.to_owned();
         self.run("moving a disposal's deadline", move |conn| {
@@ -488,10 +512,12 @@ impl Store {
     }
 
     /// The rows whose state may still change, for the reaper and a dead
-    /// daemon: active ones, and ended ones stamped for disposal (they
-    /// become disposed). An ended row without a stamp is settled for good;
-    /// reading those too cost every reaper pass a write transaction per
-    /// session ever ended.
+    /// daemon.
+    ///
+    /// They are active ones, and ended ones stamped for disposal (they
+    /// become disposed). An ended row without a stamp is settled for good.
+    /// Reading those too would cost every reaper pass a write transaction
+    /// per session ever ended.
     pub async fn unsettled_sessions(&self) -> Result<Vec<SessionRow>> {
         self.run("reading unsettled sessions", |conn| {
             unsettled().select(SessionRow::as_select()).load(conn)
@@ -499,8 +525,9 @@ impl Store {
         .await
     }
 
-    /// Stamps a session for disposal, with the end of its `grace` period;
-    /// the first stamp wins. Returns the stamp in force, or `None` if there
+    /// Stamps a session for disposal, with the end of its `grace` period.
+    ///
+    /// The first stamp wins. Returns the stamp in force, or `None` if there
     /// is no such session.
     pub async fn stamp_dispose(
         &self,
@@ -537,8 +564,10 @@ impl Store {
         .await
     }
 
-    /// Records that a session's program ended: `exited`, or `disposed` if
-    /// it was stamped. Returns whether the row changed.
+    /// Records that a session's program ended.
+    ///
+    /// The row becomes `exited`, or `disposed` if it was stamped. Returns
+    /// whether the row changed.
     pub async fn record_ending(&self, id: &str, ending: Ending) -> Result<bool> {
         let id = id.to_owned();
         self.run("recording a session's end", move |conn| {
@@ -584,10 +613,12 @@ impl Store {
         .await
     }
 
-    /// For a session the daemon ran at `seen_running` whose row is not
-    /// active: a row recorded as ended before then (unstamped, in an open
+    /// Judges the row of a session the daemon ran at `seen_running`, when
+    /// that row is not active.
+    ///
+    /// A row recorded as ended before then (unstamped, in an open
     /// workspace) is made active again, its end having been recorded
-    /// wrongly; one that ended since really did; any other is condemned.
+    /// wrongly. One that ended since really did. Any other is condemned.
     /// See [`Revival`].
     pub async fn revive(&self, id: &str, seen_running: i64) -> Result<Revival> {
         let id = id.to_owned();
@@ -655,29 +686,35 @@ impl Store {
 /// What [`Store::revive`] made of a row.
 #[derive(Debug, Clone)]
 pub enum Revival {
-    /// It was recorded as ended while its program ran (a spawn that
-    /// registered after a pass missed it, say): it is active again.
+    /// It is active again.
+    ///
+    /// It was recorded as ended while its program ran. For example, a spawn
+    /// that registered after a pass missed it.
     Revived,
     /// It is active already.
     Active,
-    /// Its program exited after the daemon was seen running it: the row
-    /// is right.
+    /// Its program exited after the daemon was seen running it.
+    ///
+    /// The row is right.
     EndedSince,
-    /// Disposed, stamped for it, or in a closed workspace: the program
-    /// must end, as the row (its disposal's signal and grace) says.
+    /// Disposed, stamped for it, or in a closed workspace.
+    ///
+    /// The program must end, as the row (its disposal's signal and grace)
+    /// says.
     Condemned(Box<SessionRow>),
     /// There is no such row.
     NoRow,
 }
 
-/// Per-connection settings: WAL for concurrent readers, a busy timeout so
-/// writers queue instead of failing, and enforced foreign keys. The busy
-/// timeout comes first: switching to WAL needs a lock, and another process
-/// holding the file (a backup, an sqlite3 shell) must delay the start, not
-/// fail it.
+/// Per-connection settings.
+///
+/// WAL serves concurrent readers. A busy timeout makes writers queue
+/// instead of failing. Foreign keys are enforced. The busy timeout comes
+/// first, because switching to WAL needs a lock. Another process holding
+/// the file (a backup, an sqlite3 shell) must delay the start, not fail it.
 ///
 /// `synchronous = NORMAL` in WAL mode survives a crash or SIGKILL of the
-/// host-service with every committed row intact; only a power loss can drop
+/// host-service with every committed row intact. Only a power loss can drop
 /// the last commits, and a power loss ends every session anyway.
 fn configure_connection(conn: &mut SqliteConnection) -> QueryResult<()> {
     use diesel::connection::SimpleConnection;
@@ -686,19 +723,22 @@ fn configure_connection(conn: &mut SqliteConnection) -> QueryResult<()> {
     )
 }
 
-/// The rows [`Store::listable_sessions`] reads: found by status and
-/// workspace through `terminal_sessions_unsettled`, which holds the active
-/// rows. (SQLite uses a partial index only for a query whose terms say
-/// what the index's do: the index that was made for these rows said
-/// `listed`, and this query `listed = ?`, so every list after a restart
-/// read every row ever written.)
+/// The rows [`Store::listable_sessions`] reads.
+///
+/// They are found by status and workspace through
+/// `terminal_sessions_unsettled`, which holds the active rows. SQLite uses
+/// a partial index only for a query whose terms say what the index's do.
+/// An index made for these rows that says `listed` does not serve this
+/// query, which says `listed = ?`. Every list after a restart would then
+/// read every row ever written.
 fn listable(workspace_id: &str) -> queries::Listable<'_> {
     unstamped_in(workspace_id).filter(terminal_sessions::listed)
 }
 
-/// The rows [`Store::unsettled_sessions`] reads, found through the index
-/// made for them (`terminal_sessions_unsettled`), whose terms these are
-/// word for word.
+/// The rows [`Store::unsettled_sessions`] reads.
+///
+/// They are found through the index made for them
+/// (`terminal_sessions_unsettled`), whose terms these are word for word.
 fn unsettled() -> queries::Unsettled {
     terminal_sessions::table.filter(
         terminal_sessions::status
@@ -710,7 +750,9 @@ fn unsettled() -> queries::Unsettled {
 }
 
 /// A workspace's active rows not yet stamped for disposal, which its close
-/// stamps: found through the same index, by status and workspace.
+/// stamps.
+///
+/// They are found through the same index, by status and workspace.
 fn unstamped_in(workspace_id: &str) -> queries::Unstamped<'_> {
     terminal_sessions::table
         .filter(terminal_sessions::workspace_id.eq(workspace_id))
@@ -718,8 +760,9 @@ fn unstamped_in(workspace_id: &str) -> queries::Unstamped<'_> {
         .filter(terminal_sessions::dispose_requested_at.is_null())
 }
 
-/// Workspaces oldest first, from just after `after`; only open ones if
-/// `open_only`.
+/// Workspaces oldest first, from just after `after`.
+///
+/// Only open ones are read if `open_only`.
 fn oldest_first(
     after: Option<(i64, String)>,
     open_only: bool,
@@ -920,8 +963,10 @@ mod tests {
     }
 
     /// Creation times follow the order of creation whatever the clock
-    /// says, and pages go on from the last workspace given: none skipped
-    /// or repeated, one created after a page came on a later one.
+    /// says.
+    ///
+    /// Pages go on from the last workspace given. None is skipped or
+    /// repeated, and one created after a page comes on a later one.
     #[tokio::test]
     async fn workspaces_are_paged_in_the_order_they_were_made() {
         let (_dir, store) = temporary_store().await;
