@@ -17,5 +17,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "crate::listing::ListResponse",
         )
         .compile_fds(descriptors)?;
+    // The state an image hands to the next in an upgrade: messages only.
+    let state = protox::compile(["holdfast/daemon/state/v1/state.proto"], ["../proto"])?;
+    tonic_prost_build::configure()
+        .build_client(false)
+        .build_server(false)
+        .compile_fds(state)?;
     Ok(())
 }

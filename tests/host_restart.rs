@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use holdfast_api::proto::daemon::v1 as daemon_pb;
 use holdfast_api::proto::host::v1 as pb;
+use holdfast_api::proto::host::v1::status_service_client::StatusServiceClient;
 use holdfast_api::proto::host::v1::terminal_service_client::TerminalServiceClient;
 use rustix::process::{Pid, Signal};
 use support::host::*;
@@ -883,8 +884,8 @@ async fn a_crash_during_a_burst_of_creates_loses_nothing_acknowledged() {
 
 /// Restart storm: the host-service SIGKILLed and restarted again and again
 /// while 20 sessions stream output, a client polls ListSessions and another
-/// keeps an AttachSession open, reconnecting from its last offset. After
-/// each restart the first list holds all 20 with the same pids, and the
+/// keeps an AttachSession open, reconnecting from its last offset; every
+/// third cycle the daemon is upgraded in place first. After each restart the first list holds all 20 with the same pids, and the
 /// reattached output is continuous by offset. CI runs 20 cycles;
 /// HOLDFAST_STORM_CYCLES=100 runs the long variant.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1022,7 +1023,32 @@ async fn a_restart_storm_loses_no_session_and_no_output() {
         })
     };
     streaming_from(1).await;
+    let daemon_pid = home.serving_daemon_pid().await;
     for cycle in 0..cycles {
+        if cycle % 3 == 1 {
+            // Interleaved: the daemon upgrades in place under a live host,
+            // whose attach stream resumes by itself.
+            let offset_before = next_offset.load(Ordering::SeqCst);
+            let mut status = StatusServiceClient::connect(host.address.clone())
+                .await
+                .expect("status client");
+            let upgraded = status
+                .upgrade_daemon(pb::UpgradeDaemonRequest { force: true })
+                .await
+                .expect("upgrade")
+                .into_inner();
+            assert!(upgraded.upgraded, "cycle {cycle}");
+            assert_eq!(
+                Some(upgraded.daemon_pid as i32),
+                daemon_pid,
+                "cycle {cycle}"
+            );
+            eventually("output to flow after the upgrade", || {
+                let next_offset = Arc::clone(&next_offset);
+                async move { (next_offset.load(Ordering::SeqCst) > offset_before + 1000).then_some(()) }
+            })
+            .await;
+        }
         host.stop(Signal::KILL);
         host = home.start(&flags).await;
         let list = host.list(&workspace).await;

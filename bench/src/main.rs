@@ -31,7 +31,7 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these scenarios (comma-separated): list-scale, list-flood,
-    /// spawn, throughput, echo, footprint, recovery, deadline, leaks.
+    /// spawn, throughput, echo, footprint, recovery, deadline, leaks, upgrade.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Where host-service and pty-daemon are; default beside this binary,

@@ -160,6 +160,13 @@ pub(crate) enum Command {
     /// Show whether the host-service and its daemon are up, with versions,
     /// pids and paths.
     Status,
+    /// Upgrade the pty-daemon in place to the host-service's own version:
+    /// same daemon pid, every session kept, attached clients see a pause.
+    UpgradeDaemon {
+        /// Upgrade even a daemon that runs that version already.
+        #[arg(long)]
+        force: bool,
+    },
     /// Print the completion script for a shell, e.g.
     /// `source <(holdfast completions bash)` in ~/.bashrc, or
     /// `holdfast completions fish > ~/.config/fish/completions/holdfast.fish`.

@@ -31,7 +31,7 @@ use crate::terminal_modes::TerminalModes;
 pub struct DetachKey(Option<u8>);
 
 impl DetachKey {
-    /// Parses `^X` (a control key: `^` and a letter or one of `@[\]^_`)
+    /// Parses `^X` (a control key: `^` and a letter or one of `@\]^_`; not `^[`, which is ESC)
     /// or `none`.
     pub fn parse(text: &str) -> Result<Self, String> {
         // `HOLDFAST_DETACH_KEY=` set empty counts as unset. It gives the

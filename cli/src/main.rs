@@ -207,6 +207,29 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         // Printed above, before connecting.
         Command::Completions { .. } => {}
+        Command::UpgradeDaemon { force } => {
+            let upgraded = clients
+                .status
+                .upgrade_daemon(pb::UpgradeDaemonRequest { force })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            if upgraded.upgraded {
+                say!(
+                    "pty-daemon    upgraded in place, {} -> {}, pid {}, switch {:.1} ms",
+                    upgraded.old_version,
+                    upgraded.new_version,
+                    upgraded.daemon_pid,
+                    upgraded.switch_micros as f64 / 1000.0
+                );
+            } else {
+                say!(
+                    "pty-daemon    already runs {} (pid {}); nothing to do (--force upgrades anyway)",
+                    upgraded.new_version,
+                    upgraded.daemon_pid
+                );
+            }
+        }
         Command::Status => {
             let status = clients
                 .status

@@ -13,7 +13,7 @@ const PRIVATE_MODES: &[(u16, &str)] = &[
     (1049, "\x1b[?1049l"),
     (1047, "\x1b[?1047l"),
     (47, "\x1b[?47l"),
-    // Mouse reporting and its encodings.
+    // Mouse reporting and its encodings, then bracketed paste (2004).
     (1000, "\x1b[?1000l"),
     (1002, "\x1b[?1002l"),
     (1003, "\x1b[?1003l"),

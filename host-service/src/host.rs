@@ -5,7 +5,6 @@
 //! a request and call one of its operations: create, dispose, write, open
 //! an attach stream, close a workspace.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -17,6 +16,7 @@ use holdfast_plumbing::daemon_client::DaemonClient;
 use tonic::{Code, Request, Response, Status};
 
 use crate::background::Background;
+use crate::daemon::resume::{DaemonEvents, resuming};
 use crate::daemon::stream_connections::StreamConnections;
 use crate::error::{Error, Result};
 use crate::sessions::attach_events::{event_to_proto, output_until};
@@ -37,10 +37,6 @@ use crate::validate;
 /// It is far longer than a spawn takes, even on a loaded machine. It is
 /// also longer than a daemon stalls short of being found dead.
 const SPAWN_UNDER_WAY_PATIENCE: Duration = Duration::from_secs(30);
-
-/// A daemon session's events, as `Attach` streams them.
-pub(crate) type DaemonEvents =
-    Pin<Box<dyn Stream<Item = Result<daemon::AttachResponse, Status>> + Send>>;
 
 /// Whether a session may be used at once, or is to be adopted first.
 // Lives on one request's stack, never in a collection. Boxing the row
@@ -311,7 +307,11 @@ impl Host {
                     }
                 }
             }
-            started => started,
+            Ok((session, events)) => {
+                let events = self.resuming(&session.session_id, events, Some(0), false);
+                Ok((session, events))
+            }
+            Err(error) => Err(error),
         }
     }
 
@@ -735,6 +735,42 @@ impl Host {
     /// opening is bounded by the operation timeout; the stream itself is
     /// not.
     pub(crate) async fn open_stream(
+        &self,
+        session_id: &str,
+        from_offset: Option<u64>,
+        onlooker: bool,
+    ) -> Result<(DaemonEvents, Option<u64>)> {
+        let (events, live_from) = self
+            .open_stream_once(session_id, from_offset, onlooker)
+            .await?;
+        Ok((
+            self.resuming(session_id, events, from_offset, onlooker),
+            live_from,
+        ))
+    }
+
+    /// `events` of `session_id`, opened again from where they stopped each
+    /// time a daemon upgrade ends them.
+    pub(crate) fn resuming(
+        &self,
+        session_id: &str,
+        events: DaemonEvents,
+        from_offset: Option<u64>,
+        onlooker: bool,
+    ) -> DaemonEvents {
+        let host = self.clone();
+        let session_id = session_id.to_owned();
+        resuming(events, from_offset, move |from| {
+            let host = host.clone();
+            let session_id = session_id.clone();
+            async move {
+                let opened = host.open_stream_once(&session_id, from, onlooker).await;
+                opened.ok().map(|(events, _)| events)
+            }
+        })
+    }
+
+    async fn open_stream_once(
         &self,
         session_id: &str,
         from_offset: Option<u64>,

@@ -28,6 +28,7 @@ use crate::daemon::liveness::Liveness;
 use crate::daemon::reaper::Reaper;
 use crate::daemon::stream_connections::StreamConnections;
 use crate::daemon::supervisor::Supervisor;
+use crate::daemon::upgrade::DaemonUpgrade;
 use crate::grpc::api::terminal_service_server::TerminalServiceServer;
 use crate::grpc::api::workspace_service_server::WorkspaceServiceServer;
 use crate::grpc::status::HostStatus;
@@ -115,8 +116,25 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         Arc::clone(&memory),
         Arc::clone(&reaper),
     ));
-    if let Err(reason) = supervisor.ensure_daemon().await {
-        tracing::error!(%reason, "starting without a pty-daemon; lists are memory-only until one answers");
+    let upgrade = DaemonUpgrade {
+        socket: config.daemon_socket.clone(),
+        program: config
+            .launcher
+            .as_ref()
+            .map(|launcher| launcher.program.clone()),
+    };
+    match supervisor.ensure_daemon().await {
+        Err(reason) => {
+            tracing::error!(%reason, "starting without a pty-daemon; lists are memory-only until one answers");
+        }
+        // A daemon of another version is upgraded in place to this
+        // service's own: its sessions carry on, same pid.
+        Ok(_) if upgrade.program.is_some() => {
+            if let Err(error) = upgrade.run(false).await {
+                tracing::warn!(%error, "the pty-daemon was not upgraded; it keeps serving its sessions as it is");
+            }
+        }
+        Ok(_) => {}
     }
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -143,6 +161,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         daemon_socket: config.daemon_socket.clone(),
         started_at: std::time::SystemTime::now(),
         daemon: liveness,
+        upgrade,
     };
     reporter.set_serving::<WorkspaceServiceServer<Host>>().await;
     reporter.set_serving::<TerminalServiceServer<Host>>().await;

@@ -1,12 +1,12 @@
 //! Accepting connections without spinning.
 //!
 //! A listener can fail to accept because the process is out of descriptors
-//! (EMFILE), the system is (ENFILE), or memory is out. It then stays
-//! readable, and tonic's own accept loop retries at once. So a service at its
-//! descriptor limit burns a whole CPU until one frees. Here such a failure
-//! pauses accepting for a moment. It is logged once per spell rather than
-//! once per try. A failure of one connection (aborted before it was
-//! accepted) is only skipped.
+//! (EMFILE), the system is (ENFILE), or buffers or memory are out (ENOBUFS,
+//! ENOMEM). It then stays readable, and tonic's own accept loop retries at
+//! once. So a service at its descriptor limit burns a whole CPU until one
+//! frees. Here such a failure pauses accepting for a moment. It is logged
+//! once per spell rather than once per try. A failure of one connection
+//! (aborted before it was accepted) is only skipped.
 
 use std::time::Duration;
 

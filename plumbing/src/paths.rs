@@ -26,7 +26,8 @@ pub fn runtime_dir() -> PathBuf {
 /// The host-service's SQLite file when no database URL is given.
 ///
 /// It is `$XDG_DATA_HOME/holdfast/holdfast.db`, or
-/// `~/.local/share/holdfast/holdfast.db`.
+/// `~/.local/share/holdfast/holdfast.db`, or `./holdfast/holdfast.db` when
+/// `HOME` is not set either.
 pub fn default_database_path() -> PathBuf {
     let data_home = std::env::var_os("XDG_DATA_HOME")
         .filter(|dir| !dir.is_empty())

@@ -30,7 +30,7 @@ pub fn services(
             |builder, name| builder.with_service_name(*name),
         )
     };
-    // Both descriptor sets are compiled in, so building cannot fail at run time.
+    // Every descriptor set is compiled in, so building cannot fail at run time.
     let v1 = builder()
         .build_v1()
         .expect("the embedded descriptor sets are valid");

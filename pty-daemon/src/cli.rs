@@ -7,8 +7,9 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::listener;
+use crate::listener::{self, ClaimedSocket};
 use crate::session_settings::SessionSettings;
+use crate::upgrade::restore::Handover;
 use anyhow::Context;
 use clap::Parser;
 
@@ -48,6 +49,19 @@ pub struct Args {
     /// Log format.
     #[arg(long, env = "HOLDFAST_LOG_FORMAT", value_enum, default_value_t = holdfast_plumbing::logging::LogFormat::Text)]
     log_format: holdfast_plumbing::logging::LogFormat,
+    /// Print this daemon's version and the upgrade state formats it reads,
+    /// and exit: how an upgrading daemon checks its candidate.
+    #[arg(long = "upgrade-probe", hide = true)]
+    upgrade_probe: bool,
+    /// The state file an upgrading daemon handed on (set by the daemon).
+    #[arg(long = "restore-state-fd", hide = true, requires = "previous_image_fd")]
+    restore_state_fd: Option<i32>,
+    /// The previous image's executable, to go back to (set by the daemon).
+    #[arg(long = "previous-image-fd", hide = true)]
+    previous_image_fd: Option<i32>,
+    /// This image is a rollback (set by the daemon).
+    #[arg(long, hide = true)]
+    rollback: bool,
 }
 
 /// Parses the process's arguments and runs the daemon until it stops.
@@ -59,17 +73,43 @@ pub fn main() -> anyhow::Result<()> {
 ///
 /// It claims the socket, optionally detaches, then serves until SIGTERM.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.upgrade_probe {
+        println!(
+            "{}",
+            crate::upgrade::probe::answer(crate::version::version())
+        );
+        return Ok(());
+    }
+    let handover = args.restore_state_fd.map(|state_fd| Handover {
+        state_fd,
+        previous_fd: args.previous_image_fd.unwrap_or(-1),
+        rollback: args.rollback,
+    });
+    // An image restoring after an upgrade is detached already.
+    let daemonize = args.daemonize && handover.is_none();
     // Colour only for a person at a terminal, never into the detached log.
-    let ansi = !args.daemonize && std::io::stderr().is_terminal();
+    let ansi = !daemonize && std::io::stderr().is_terminal();
     holdfast_plumbing::logging::init(args.log_format, ansi);
     let socket_path = args
         .socket
         .unwrap_or_else(holdfast_plumbing::paths::default_socket_path);
-    // Claim before detaching, so "already running" and permission errors
-    // reach the launcher's terminal and exit status.
-    let socket = listener::claim(&socket_path)
-        .with_context(|| format!("cannot serve on {}", socket_path.display()))?;
-    if args.daemonize {
+    let restoring = handover.map(|handover| (handover, handover.read()));
+    let socket = match &restoring {
+        // SAFETY: the previous image kept both open for this one.
+        Some((handover, state)) => unsafe {
+            ClaimedSocket::inherited(
+                state.listener_fd,
+                state.lock_fd,
+                state.socket_path.clone().into(),
+            )
+        }
+        .unwrap_or_else(|error| handover.roll_back(&error.to_string())),
+        // Claimed before detaching, so "already running" and permission
+        // errors reach the launcher's terminal and exit status.
+        None => listener::claim(&socket_path)
+            .with_context(|| format!("cannot serve on {}", socket_path.display()))?,
+    };
+    if daemonize {
         let log_path = args
             .log_file
             .unwrap_or_else(|| socket_path.with_extension("log"));
@@ -103,7 +143,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the terminals' runtime")?;
-    runtime.block_on(crate::run(socket, settings, terminals.handle().clone()))?;
+    runtime.block_on(crate::run(
+        socket,
+        settings,
+        terminals.handle().clone(),
+        restoring,
+    ))?;
     // What is left of the connections goes first, then the terminals.
     drop(runtime);
     drop(terminals);

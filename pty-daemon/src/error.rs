@@ -83,6 +83,16 @@ pub enum Error {
     /// The daemon is stopping: it starts no more sessions.
     #[error("the pty-daemon is stopping; it starts no more sessions")]
     Stopping,
+    /// The daemon is replacing its program image; the call may be retried
+    /// in a moment.
+    #[error("the pty-daemon is upgrading; retry in a moment{resume}")]
+    Upgrading {
+        /// Where an attach stream resumes, said in the message.
+        resume: String,
+    },
+    /// The candidate binary of an upgrade cannot take over; nothing changed.
+    #[error("upgrade refused, the daemon goes on as it was: {0}")]
+    UpgradeRefused(String),
     /// Another daemon already serves this socket.
     #[error("another pty-daemon is already serving {0}")]
     AlreadyRunning(PathBuf),
@@ -157,6 +167,8 @@ impl From<Error> for tonic::Status {
                 .about("sessionId", session_id)
                 .about("waitingBytes", waiting),
             Error::Stopping => refusal(Code::Unavailable, Reason::DaemonStopping),
+            Error::Upgrading { .. } => refusal(Code::Unavailable, Reason::DaemonUpgrading),
+            Error::UpgradeRefused(_) => refusal(Code::FailedPrecondition, Reason::DaemonUpgrading),
             Error::Io { .. } | Error::AlreadyRunning(_) => {
                 tracing::error!(%message, "request failed");
                 refusal(Code::Internal, Reason::InternalFailure)

@@ -31,6 +31,12 @@ impl Generation {
         self.0.load(Ordering::Acquire)
     }
 
+    /// Goes on from `generation` if it is ahead (the state of a previous
+    /// image), so no client sees a generation twice.
+    pub fn at_least(&self, generation: u64) {
+        self.0.fetch_max(generation + 1, Ordering::AcqRel);
+    }
+
     /// Call after the change is visible.
     pub fn bump(&self) {
         self.0.fetch_add(1, Ordering::AcqRel);

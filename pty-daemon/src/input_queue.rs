@@ -71,6 +71,14 @@ impl InputQueue {
     }
 
     /// Drops what waits (the program is gone) and stops draining.
+    /// Every byte waiting, in order.
+    pub fn contents(&self) -> Vec<u8> {
+        self.chunks
+            .iter()
+            .flat_map(|chunk| chunk.iter().copied())
+            .collect()
+    }
+
     pub fn clear(&mut self) {
         self.chunks.clear();
         self.waiting = 0;

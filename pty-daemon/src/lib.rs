@@ -24,7 +24,9 @@ pub mod session;
 pub mod session_settings;
 pub mod spawn;
 pub mod title;
+pub mod upgrade;
 pub mod validate;
+pub mod version;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
@@ -35,6 +37,9 @@ use crate::listener::ClaimedSocket;
 use crate::registry::Registry;
 use crate::server::DaemonService;
 use crate::session_settings::SessionSettings;
+use crate::upgrade::restore::Handover;
+use crate::upgrade::state::pb::DaemonState;
+use crate::upgrade::{History, Upgrader};
 
 pub use crate::error::{Error, Result};
 
@@ -47,12 +52,20 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 /// Then it hangs up every session and removes the socket. It must run
 /// inside a tokio runtime. The sessions' terminals are read on `terminals`,
 /// which may be another.
+///
+/// With `restoring`, it first takes over the sessions a previous image
+/// handed on in an upgrade, or goes back to that image if it cannot.
 pub async fn run(
     socket: ClaimedSocket,
     settings: SessionSettings,
     terminals: tokio::runtime::Handle,
+    restoring: Option<(Handover, DaemonState)>,
 ) -> Result<()> {
-    let started_at = SystemTime::now();
+    let started_at = restoring
+        .as_ref()
+        .map_or_else(SystemTime::now, |(_, state)| {
+            upgrade::state::from_micros(state.started_at_unix_micros)
+        });
     let listener = socket
         .listener
         .try_clone()
@@ -68,9 +81,21 @@ pub async fn run(
     let mut interrupt = signal(SignalKind::interrupt())
         .map_err(|error| Error::io("installing the SIGINT handler", error))?;
     let registry = Arc::new(Registry::new(settings, terminals));
+    let history = match restoring {
+        Some((handover, state)) => restore(&registry, handover, state),
+        None => History::default(),
+    };
+    let upgrader = Arc::new(Upgrader::new(
+        Arc::clone(&registry),
+        Arc::clone(&socket),
+        started_at,
+        history,
+    ));
+    let mut upgrade_signal = signal(SignalKind::user_defined2())
+        .map_err(|error| Error::io("installing the SIGUSR2 handler", error))?;
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let service = DaemonService::new(Arc::clone(&registry), started_at);
+    let service = DaemonService::new(Arc::clone(&registry), started_at, Arc::clone(&upgrader));
     let mut server = tokio::spawn(server::serve(incoming, service, async {
         let _ = stopped.await;
     }));
@@ -79,14 +104,30 @@ pub async fn run(
         .unwrap_or_else(PoisonError::into_inner)
         .path
         .clone();
-    tracing::info!(socket = %path.display(), pid = std::process::id(), version = holdfast_api::VERSION, "pty-daemon serving");
+    tracing::info!(socket = %path.display(), pid = std::process::id(), version = version::version(), "pty-daemon serving");
 
-    tokio::select! {
-        _ = terminate.recv() => tracing::info!("SIGTERM: stopping"),
-        _ = interrupt.recv() => tracing::info!("SIGINT: stopping"),
-        finished = &mut server => {
-            tracing::error!(?finished, "the server stopped on its own");
+    loop {
+        tokio::select! {
+            _ = terminate.recv() => tracing::info!("SIGTERM: stopping"),
+            _ = interrupt.recv() => tracing::info!("SIGINT: stopping"),
+            _ = upgrade_signal.recv() => {
+                // nginx's convention: install the new file over the old,
+                // then signal.
+                tracing::info!("SIGUSR2: upgrading to the file this daemon was started from");
+                match upgrader.prepare(None).await {
+                    Ok(prepared) => {
+                        let error = upgrader.commit(prepared);
+                        tracing::error!(%error, "the upgrade did not happen");
+                    }
+                    Err(error) => tracing::error!(%error, "the upgrade did not happen"),
+                }
+                continue;
+            }
+            finished = &mut server => {
+                tracing::error!(?finished, "the server stopped on its own");
+            }
         }
+        break;
     }
     // Sessions end first so their attach streams finish with an exit event,
     // which lets the server's graceful shutdown complete.
@@ -106,4 +147,30 @@ pub async fn run(
         .remove();
     tracing::info!("pty-daemon stopped");
     Ok(())
+}
+
+/// Takes over the sessions a previous image handed on; goes back to that
+/// image if it cannot, with nothing lost.
+fn restore(registry: &Arc<Registry>, handover: Handover, state: DaemonState) -> History {
+    let sessions = state.sessions.len();
+    let generation = state.generation;
+    let switch_started = upgrade::state::from_micros(state.switch_started_at_unix_micros);
+    let restored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: the previous image kept every terminal it names open for
+        // this one, and nothing else here owns them.
+        unsafe { registry.restore(state.sessions, generation) }
+    }));
+    match restored {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => handover.roll_back(&error.to_string()),
+        Err(_) => handover.roll_back("restoring panicked"),
+    }
+    handover.finish();
+    let last_switch = SystemTime::now().duration_since(switch_started).ok();
+    tracing::info!(sessions, from = %state.version, to = version::version(), switch = ?last_switch, "upgraded in place");
+    History {
+        upgrades: state.upgrades,
+        previous_version: state.version,
+        last_switch,
+    }
 }

@@ -41,6 +41,46 @@ pub enum SocketFile {
 }
 
 impl ClaimedSocket {
+    /// The listening socket's and the lock's descriptors, to keep open
+    /// across an upgrade's exec.
+    pub fn raw_fds(&self) -> (std::os::fd::RawFd, std::os::fd::RawFd) {
+        use std::os::fd::AsRawFd;
+        (self.listener.as_raw_fd(), self.lock.as_raw_fd())
+    }
+
+    /// The socket a previous image of this daemon claimed, from the
+    /// descriptors it kept open: never bound again, never closed.
+    ///
+    /// # Safety
+    ///
+    /// Both must be open, the listener a listening unix socket bound at
+    /// `path` and the lock its locked lock file, owned by nothing else.
+    pub unsafe fn inherited(
+        listener: std::os::fd::RawFd,
+        lock: std::os::fd::RawFd,
+        path: PathBuf,
+    ) -> Result<Self> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: as the caller promises.
+        let (listener, lock) =
+            unsafe { (UnixListener::from_raw_fd(listener), File::from_raw_fd(lock)) };
+        for fd in [
+            std::os::fd::AsFd::as_fd(&listener),
+            std::os::fd::AsFd::as_fd(&lock),
+        ] {
+            rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::CLOEXEC)
+                .map_err(|error| Error::io("closing the socket on exec again", error))?;
+        }
+        let file = FileId::of_path(&path)
+            .map_err(|error| Error::io(format!("reading {}", path.display()), error))?;
+        Ok(Self {
+            listener,
+            path,
+            file,
+            lock,
+        })
+    }
+
     /// What is at the socket's path now.
     pub fn file(&self) -> SocketFile {
         match FileId::of_path(&self.path) {

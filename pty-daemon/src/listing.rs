@@ -215,6 +215,9 @@ mod tests {
                 pid: 42,
                 version: "1.2.3".into(),
                 started_at: Some(created_at.into()),
+                upgrades: 1,
+                previous_version: "1.2.2".into(),
+                last_switch_micros: 30_000,
             }),
             generation: 17,
             ..Default::default()

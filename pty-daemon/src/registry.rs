@@ -12,9 +12,10 @@ use tokio::sync::{Notify, broadcast, watch};
 
 use crate::generation::Generation;
 use crate::listing;
-use crate::session::{Cursor, ExitNotice, Session};
+use crate::session::{Cursor, Driven, ExitNotice, Session};
 use crate::session_settings::SessionSettings;
 use crate::spawn::{self, SpawnSpec};
+use crate::upgrade::state::pb as saved;
 
 #[derive(Default)]
 struct Sessions {
@@ -47,6 +48,10 @@ pub struct Registry {
     /// The runtime that reads the sessions' terminals and reaps their
     /// programs.
     terminals: tokio::runtime::Handle,
+    /// True while the sessions are frozen for an upgrade.
+    freeze: watch::Sender<bool>,
+    /// How many sessions' drivers run; a freeze waits for none.
+    drivers: watch::Sender<usize>,
 }
 
 impl Registry {
@@ -60,6 +65,8 @@ impl Registry {
             stopping: watch::Sender::new(false),
             spawn_finished: Notify::new(),
             generation: Generation::new(),
+            freeze: watch::Sender::new(false),
+            drivers: watch::Sender::new(0),
         }
     }
 
@@ -176,7 +183,7 @@ impl Registry {
                 (cols, rows),
                 &self.settings,
                 self.exits.clone(),
-                self.generation.clone(),
+                (self.generation.clone(), self.freeze.subscribe()),
             )
         });
         // Made before the driver reads anything, and outside the registry's
@@ -201,21 +208,144 @@ impl Registry {
         // A stopping daemon waits for this before hanging up every session.
         self.spawn_finished.notify_waiters();
         let (session, driver, cursor) = registered?;
-        // Spawned only now that the session is findable. With no retention,
-        // it is forgotten the moment its exit is recorded.
-        let registry = Arc::downgrade(&self);
-        let retention = self.settings.exit_retention;
-        let forgotten = Arc::clone(&session);
+        // Spawned only now that the session is findable.
+        self.run_driver(Arc::clone(&session), driver);
+        Ok((session, cursor))
+    }
+
+    /// Runs a session's driver on the terminals' runtime, then forgets the
+    /// session once its retention is over.
+    ///
+    /// A driver stopped by a freeze leaves the session as it is. With no
+    /// retention, a session is forgotten the moment its exit is recorded.
+    fn run_driver(
+        self: &Arc<Self>,
+        session: Arc<Session>,
+        driver: impl Future<Output = Driven> + Send + 'static,
+    ) {
+        self.drivers.send_modify(|running| *running += 1);
+        let registry = Arc::downgrade(self);
         self.terminals.spawn(async move {
-            driver.await;
-            if !retention.is_zero() {
-                tokio::time::sleep(retention).await;
-            }
-            if let Some(registry) = registry.upgrade() {
-                registry.forget(&forgotten);
+            let driven = driver.await;
+            let Some(registry) = registry.upgrade() else {
+                return;
+            };
+            registry.drivers.send_modify(|running| *running -= 1);
+            if driven == Driven::Exited {
+                registry.forget_after_retention(session);
             }
         });
-        Ok((session, cursor))
+    }
+
+    /// Forgets an exited session once its retention, counted from its
+    /// exit, is over.
+    fn forget_after_retention(self: &Arc<Self>, session: Arc<Session>) {
+        let exited_at = session
+            .exit_status()
+            .map_or_else(SystemTime::now, |exit| exit.at);
+        let left = (exited_at + self.settings.exit_retention)
+            .duration_since(SystemTime::now())
+            .unwrap_or_default();
+        let registry = Arc::downgrade(self);
+        self.terminals.spawn(async move {
+            if !left.is_zero() {
+                tokio::time::sleep(left).await;
+            }
+            if let Some(registry) = registry.upgrade() {
+                registry.forget(&session);
+            }
+        });
+    }
+
+    /// Stops every session's reading and writing, for an upgrade.
+    ///
+    /// Waits, at most `patience`, for spawns under way and for every driver
+    /// to stop. Spawns are refused until [`Registry::thaw`].
+    pub async fn freeze(&self, patience: Duration) -> Result<()> {
+        self.sessions().refusing_spawns = true;
+        self.freeze.send_replace(true);
+        let settled = async {
+            loop {
+                let finished = self.spawn_finished.notified();
+                if self.sessions().reserved.is_empty() {
+                    break;
+                }
+                finished.await;
+            }
+            let mut drivers = self.drivers.subscribe();
+            let _ = drivers.wait_for(|running| *running == 0).await;
+        };
+        tokio::time::timeout(patience, settled).await.map_err(|_| {
+            Error::io(
+                "freezing the sessions",
+                std::io::Error::other("a session's reading did not stop in time"),
+            )
+        })
+    }
+
+    /// Undoes [`Registry::freeze`]: the upgrade did not happen.
+    pub fn thaw(self: &Arc<Self>) {
+        self.freeze.send_replace(false);
+        self.sessions().refusing_spawns = false;
+        // Exited sessions are already to be forgotten.
+        self.resume_all(false);
+    }
+
+    /// Every session as the state format holds it. Call while frozen.
+    pub fn snapshot(&self) -> Vec<saved::Session> {
+        self.all()
+            .iter()
+            .map(|session| session.snapshot())
+            .collect()
+    }
+
+    /// Takes over the sessions a previous image handed on, and drives them.
+    ///
+    /// # Safety
+    ///
+    /// Each terminal descriptor the sessions name must be open and owned by
+    /// nothing else.
+    pub unsafe fn restore(
+        self: &Arc<Self>,
+        saved: Vec<saved::Session>,
+        generation: u64,
+    ) -> Result<()> {
+        self.generation.at_least(generation);
+        {
+            let _terminals = self.terminals.enter();
+            let mut sessions = self.sessions();
+            for saved in saved {
+                let id = saved.session_id.clone();
+                // SAFETY: as the caller promises.
+                let session = unsafe {
+                    Session::restore(
+                        saved,
+                        &self.settings,
+                        (self.generation.clone(), self.freeze.subscribe()),
+                    )
+                }?;
+                sessions.by_id.insert(id, session);
+            }
+            self.changed(sessions);
+        }
+        self.resume_all(true);
+        Ok(())
+    }
+
+    /// Drives every session whose program has not exited; with
+    /// `restored`, schedules the forgetting of those that have.
+    fn resume_all(self: &Arc<Self>, restored: bool) {
+        let _terminals = self.terminals.enter();
+        for session in self.all().iter() {
+            match session.resume(self.exits.clone()) {
+                Ok(Some(driver)) => self.run_driver(Arc::clone(session), driver),
+                Ok(None) if restored => self.forget_after_retention(Arc::clone(session)),
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::error!(session_id = %session.id(), %error, "cannot watch a restored session");
+                }
+            }
+        }
     }
 
     /// Drops `session` from the registry, its retention over.

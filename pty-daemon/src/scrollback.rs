@@ -45,6 +45,22 @@ impl Scrollback {
         }
     }
 
+    /// A ring of `capacity` bytes holding `bytes`, the first at `start`.
+    ///
+    /// Only the last `capacity` of them are kept, as pushing them would.
+    pub fn restored(capacity: usize, start: u64, bytes: &[u8]) -> Self {
+        let mut ring = Self::new(capacity);
+        ring.start = start;
+        ring.push(bytes);
+        ring
+    }
+
+    /// The held bytes, oldest first, in one piece.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let (front, back) = self.bytes.as_slices();
+        [front, back].concat()
+    }
+
     /// The most bytes it holds.
     pub fn capacity(&self) -> usize {
         self.capacity

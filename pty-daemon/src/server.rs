@@ -16,6 +16,7 @@ use holdfast_api::proto::with_live_offset;
 use holdfast_plumbing::oversize::{OversizeLayer, relabelled};
 use rustix::process::Signal;
 use tokio::net::UnixStream;
+use tokio::sync::watch;
 use tonic::{Code, Request, Response, Status};
 
 use crate::api::pty_daemon_server::{PtyDaemon, PtyDaemonServer};
@@ -25,9 +26,11 @@ use crate::limits;
 use crate::listing::{self, ListCache, ListHeads, ListResponse};
 use crate::peer_auth;
 use crate::registry::Registry;
-use crate::session::{Cursor, Event, ExitStatus, Session};
+use crate::session::{Cursor, Event, ExitStatus, Session, became_true};
 use crate::spawn::SpawnSpec;
+use crate::upgrade::Upgrader;
 use crate::validate;
+use crate::version::version;
 
 /// Largest request accepted on the wire.
 ///
@@ -44,6 +47,8 @@ const CONNECTION_WINDOW_BYTES: u32 = 16 << 20;
 /// The `PtyDaemon` implementation.
 pub struct DaemonService {
     registry: Arc<Registry>,
+    /// Upgrades in place; refuses calls while one is under way.
+    upgrader: Arc<Upgrader>,
     info: pb::DaemonInfo,
     /// The last full list's encoding, while its generation stands.
     lists: ListCache,
@@ -51,14 +56,22 @@ pub struct DaemonService {
 
 impl DaemonService {
     /// Serves `registry`, describing this process in `List` answers.
-    pub fn new(registry: Arc<Registry>, started_at: SystemTime) -> Self {
+    pub fn new(registry: Arc<Registry>, started_at: SystemTime, upgrader: Arc<Upgrader>) -> Self {
+        let history = upgrader.history();
+        let info = pb::DaemonInfo {
+            pid: std::process::id(),
+            version: version().to_owned(),
+            started_at: Some(started_at.into()),
+            upgrades: history.upgrades,
+            previous_version: history.previous_version.clone(),
+            last_switch_micros: history.last_switch.map_or(0, |took| {
+                u64::try_from(took.as_micros()).unwrap_or(u64::MAX)
+            }),
+        };
         Self {
             registry,
-            info: pb::DaemonInfo {
-                pid: std::process::id(),
-                version: holdfast_api::VERSION.to_owned(),
-                started_at: Some(started_at.into()),
-            },
+            upgrader,
+            info,
             lists: ListCache::default(),
         }
     }
@@ -67,12 +80,17 @@ impl DaemonService {
 /// The stream type of `Attach`.
 pub type AttachStream = Pin<Box<dyn Stream<Item = Result<pb::AttachResponse, Status>> + Send>>;
 
+/// How long an `Upgrade` answer gets to leave before the image that sent
+/// it is replaced.
+const ANSWER_FLUSH: Duration = Duration::from_millis(20);
+
 #[tonic::async_trait]
 impl PtyDaemon for DaemonService {
     async fn spawn(
         &self,
         request: Request<pb::SpawnRequest>,
     ) -> Result<Response<pb::SpawnResponse>, Status> {
+        self.upgrader.check_open()?;
         let (session_id, spec) = spawn_spec(request.into_inner())?;
         let session = self.registry.spawn(session_id, spec).await?;
         Ok(Response::new(pb::SpawnResponse {
@@ -86,6 +104,7 @@ impl PtyDaemon for DaemonService {
         &self,
         request: Request<pb::StartRequest>,
     ) -> Result<Response<StartStream>, Status> {
+        self.upgrader.check_open()?;
         use pb::start_response::Event as E;
         let spawn = request
             .into_inner()
@@ -102,7 +121,7 @@ impl PtyDaemon for DaemonService {
         let first = pb::StartResponse {
             event: Some(E::Started(started(&session)?)),
         };
-        let events = attach_events(session, cursor).map(|event| {
+        let events = attach_events(session, cursor, self.upgrader.upgrading()).map(|event| {
             event.map(|attach| pb::StartResponse {
                 event: Some(E::Attach(attach)),
             })
@@ -115,6 +134,7 @@ impl PtyDaemon for DaemonService {
         &self,
         request: Request<pb::ListRequest>,
     ) -> Result<Response<ListResponse>, Status> {
+        self.upgrader.check_open()?;
         let request = request.into_inner();
         let named = validate::listed_ids(&request.session_ids, request.if_generation)?;
         // The generation before the state: see generation.rs.
@@ -154,6 +174,7 @@ impl PtyDaemon for DaemonService {
         &self,
         request: Request<pb::KillRequest>,
     ) -> Result<Response<pb::KillResponse>, Status> {
+        self.upgrader.check_open()?;
         let request = request.into_inner();
         let session_id = validate::session_id(&request.session_id)?;
         let signal = signal_from_proto(request.signal)?;
@@ -182,6 +203,7 @@ impl PtyDaemon for DaemonService {
         &self,
         request: Request<pb::AttachRequest>,
     ) -> Result<Response<AttachStream>, Status> {
+        self.upgrader.check_open()?;
         let request = request.into_inner();
         let session = self
             .registry
@@ -190,7 +212,11 @@ impl PtyDaemon for DaemonService {
         let live_from = session.output_offset();
         let cursor = session.cursor(request.from_offset, !request.unpaced);
         Ok(with_live_offset(
-            Response::new(Box::pin(attach_events(session, cursor))),
+            Response::new(Box::pin(attach_events(
+                session,
+                cursor,
+                self.upgrader.upgrading(),
+            ))),
             Some(live_from),
         ))
     }
@@ -199,6 +225,7 @@ impl PtyDaemon for DaemonService {
         &self,
         request: Request<pb::WriteRequest>,
     ) -> Result<Response<pb::WriteResponse>, Status> {
+        self.upgrader.check_open()?;
         let request = request.into_inner();
         let session_id = validate::session_id(&request.session_id)?;
         validate::write_len(request.data.len())?;
@@ -213,6 +240,7 @@ impl PtyDaemon for DaemonService {
         &self,
         request: Request<tonic::Streaming<pb::InputRequest>>,
     ) -> Result<Response<InputStream>, Status> {
+        self.upgrader.check_open()?;
         let writes = request.into_inner();
         let answers = futures_util::stream::try_unfold(
             (writes, None::<Arc<Session>>, Arc::clone(&self.registry)),
@@ -255,6 +283,7 @@ impl PtyDaemon for DaemonService {
         &self,
         _request: Request<pb::WatchSessionsRequest>,
     ) -> Result<Response<WatchSessionsStream>, Status> {
+        self.upgrader.check_open()?;
         use pb::watch_sessions_response::Event as E;
         let exits = self.registry.watch_exits();
         let events = futures_util::stream::unfold(exits, |mut exits| async move {
@@ -276,6 +305,7 @@ impl PtyDaemon for DaemonService {
         &self,
         request: Request<pb::ResizeRequest>,
     ) -> Result<Response<pb::ResizeResponse>, Status> {
+        self.upgrader.check_open()?;
         let request = request.into_inner();
         let session_id = validate::session_id(&request.session_id)?;
         let (cols, rows) = validate::size(request.cols, request.rows)?;
@@ -283,6 +313,38 @@ impl PtyDaemon for DaemonService {
             .get(session_id)?
             .resize(cols, rows, request.redraw)?;
         Ok(Response::new(pb::ResizeResponse {}))
+    }
+
+    async fn upgrade(
+        &self,
+        request: Request<pb::UpgradeRequest>,
+    ) -> Result<Response<pb::UpgradeResponse>, Status> {
+        self.upgrader.check_open()?;
+        let executable = match request.into_inner().executable.as_str() {
+            "" => None,
+            path if path.starts_with('/') => Some(PathBuf::from(path)),
+            path => {
+                return Err(Error::invalid(
+                    "executable",
+                    format!("executable must be an absolute path, got {path:?}"),
+                )
+                .into());
+            }
+        };
+        let prepared = self.upgrader.prepare(executable).await?;
+        let response = pb::UpgradeResponse {
+            old_version: version().to_owned(),
+            new_version: prepared.new_version.clone(),
+        };
+        // The answer goes out before the switch: the image that answers
+        // is about to be replaced.
+        let upgrader = Arc::clone(&self.upgrader);
+        tokio::spawn(async move {
+            tokio::time::sleep(ANSWER_FLUSH).await;
+            let error = upgrader.commit(prepared);
+            tracing::error!(%error, "the upgrade did not happen");
+        });
+        Ok(Response::new(response))
     }
 }
 
@@ -326,16 +388,31 @@ fn started(session: &Session) -> Result<pb::Session, Status> {
 }
 
 /// A session's events from `cursor` on, as `Attach` streams them.
+///
+/// An upgrade ends the stream with UNAVAILABLE, saying where to attach
+/// again: the offset after the last byte sent.
 fn attach_events(
     session: Arc<Session>,
     cursor: Cursor,
+    upgrading: watch::Receiver<bool>,
 ) -> impl Stream<Item = Result<pb::AttachResponse, Status>> + Send + use<> {
     let changes = session.changes();
     futures_util::stream::unfold(
-        (session, cursor, changes),
-        |(session, mut cursor, mut changes)| async move {
-            let event = session.next_event(&mut cursor, &mut changes).await?;
-            Some((Ok(event_to_proto(event)), (session, cursor, changes)))
+        Some((session, cursor, changes, upgrading)),
+        |state| async move {
+            let (session, mut cursor, mut changes, mut upgrading) = state?;
+            let event = tokio::select! {
+                biased;
+                event = session.next_event(&mut cursor, &mut changes) => event?,
+                true = became_true(&mut upgrading) => {
+                    let resume = format!("; attach again from offset {}", cursor.offset());
+                    return Some((Err(Error::Upgrading { resume }.into()), None));
+                }
+            };
+            Some((
+                Ok(event_to_proto(event)),
+                Some((session, cursor, changes, upgrading)),
+            ))
         },
     )
 }

@@ -217,14 +217,24 @@ impl Daemon {
     /// Starts a daemon through `launcher` (a command that ends by running
     /// its arguments, e.g. `nohup`), with extra flags.
     pub async fn start_under(launcher: &[&str], args: &[&str]) -> Self {
+        Self::start_from(&binary("pty-daemon"), launcher, args, &[]).await
+    }
+
+    /// Starts the daemon binary at `daemon` through `launcher`, with extra
+    /// flags and environment variables.
+    pub async fn start_from(
+        daemon: &Path,
+        launcher: &[&str],
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let socket = dir.path().join("run").join("ptyd.sock");
-        let daemon = binary("pty-daemon");
         let mut command = match launcher.split_first() {
-            None => Command::new(&daemon),
+            None => Command::new(daemon),
             Some((program, launcher_args)) => {
                 let mut command = Command::new(program);
-                command.args(launcher_args).arg(&daemon);
+                command.args(launcher_args).arg(daemon);
                 command
             }
         };
@@ -232,6 +242,7 @@ impl Daemon {
             .arg("--socket")
             .arg(&socket)
             .args(args)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "debug")
             .stdin(Stdio::null())
             .stderr(std::fs::File::create(dir.path().join("daemon.log")).expect("log file"))

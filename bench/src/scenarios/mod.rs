@@ -9,6 +9,7 @@ pub mod list_scale;
 pub mod recovery;
 pub mod spawn;
 pub mod throughput;
+pub mod upgrade;
 
 use crate::report::Report;
 use crate::services::Bins;
@@ -32,6 +33,9 @@ pub struct Scale {
     pub deadline_samples: usize,
     pub leak_cycles: usize,
     pub stop_sessions: usize,
+    pub upgrade_sessions: usize,
+    pub upgrade_flooding: usize,
+    pub upgrade_rounds: usize,
 }
 
 impl Scale {
@@ -52,6 +56,9 @@ impl Scale {
             deadline_samples: 20,
             leak_cycles: 10_000,
             stop_sessions: 1000,
+            upgrade_sessions: 1000,
+            upgrade_flooding: 10,
+            upgrade_rounds: 20,
         }
     }
 
@@ -72,6 +79,9 @@ impl Scale {
             deadline_samples: 3,
             leak_cycles: 100,
             stop_sessions: 40,
+            upgrade_sessions: 40,
+            upgrade_flooding: 2,
+            upgrade_rounds: 2,
         }
     }
 }
@@ -84,7 +94,7 @@ pub struct Ctx {
 }
 
 /// The scenarios in order, by the names `--only` takes.
-pub const ALL: [&str; 9] = [
+pub const ALL: [&str; 10] = [
     "list-scale",
     "list-flood",
     "spawn",
@@ -94,6 +104,7 @@ pub const ALL: [&str; 9] = [
     "recovery",
     "deadline",
     "leaks",
+    "upgrade",
 ];
 
 pub async fn run(name: &str, ctx: &mut Ctx) -> anyhow::Result<()> {
@@ -107,6 +118,7 @@ pub async fn run(name: &str, ctx: &mut Ctx) -> anyhow::Result<()> {
         "recovery" => recovery::run(ctx).await,
         "deadline" => deadline::run(ctx).await,
         "leaks" => leaks::run(ctx).await,
+        "upgrade" => upgrade::run(ctx).await,
         other => anyhow::bail!("no scenario {other:?}; the scenarios are {ALL:?}"),
     }
 }

@@ -6,5 +6,7 @@
 
 pub mod liveness;
 pub mod reaper;
+pub mod resume;
 pub mod stream_connections;
 pub mod supervisor;
+pub mod upgrade;

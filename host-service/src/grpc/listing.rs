@@ -5,7 +5,7 @@
 //! their output offsets. Every list sends that encoding with each session's
 //! fresh offset appended. Protobuf reads a message's fields in any order,
 //! so this is the same `Session` on the wire. It spares building, encoding
-//! and dropping a thousand messages (three strings each) per list.
+//! and dropping a thousand messages (four strings each) per list.
 //!
 //! [`ListSessionsResponse`] stands in for the generated type of that name
 //! in the host's server traits (see `build.rs` and

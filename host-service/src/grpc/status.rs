@@ -3,11 +3,13 @@
 use std::path::PathBuf;
 use std::time::SystemTime;
 
+use holdfast_api::error_details::{Reason, Refusal};
 use holdfast_api::proto::host::v1 as pb;
-use tonic::{Request, Response, Status};
+use tonic::{Code, Request, Response, Status};
 
 use crate::daemon::liveness::Liveness;
 use crate::daemon::supervisor::{DaemonHealth, DaemonState};
+use crate::daemon::upgrade::{DaemonUpgrade, UpgradeError};
 use crate::grpc::api::status_service_server::StatusService;
 
 /// Answers status requests from what the supervisor knows.
@@ -23,6 +25,8 @@ pub struct HostStatus {
     /// Asks whether a daemon that is up answers now, within the lists'
     /// deadline.
     pub daemon: Liveness,
+    /// Upgrades the daemon to this service's daemon binary.
+    pub upgrade: DaemonUpgrade,
 }
 
 #[tonic::async_trait]
@@ -63,5 +67,37 @@ impl StatusService for HostStatus {
         };
         status.daemon_state = state.into();
         Ok(Response::new(status))
+    }
+
+    async fn upgrade_daemon(
+        &self,
+        request: Request<pb::UpgradeDaemonRequest>,
+    ) -> Result<Response<pb::UpgradeDaemonResponse>, Status> {
+        let upgraded = self
+            .upgrade
+            .run(request.into_inner().force)
+            .await
+            .map_err(|error| match error {
+                UpgradeError::NoBinary => Refusal::new(
+                    Code::FailedPrecondition,
+                    Reason::DaemonUpgrading,
+                    error.to_string(),
+                )
+                .into(),
+                UpgradeError::NoDaemon(_) | UpgradeError::NotBack => Refusal::new(
+                    Code::Unavailable,
+                    Reason::DaemonUnavailable,
+                    error.to_string(),
+                )
+                .into(),
+                UpgradeError::Refused(status) => status,
+            })?;
+        Ok(Response::new(pb::UpgradeDaemonResponse {
+            upgraded: upgraded.upgraded,
+            old_version: upgraded.old_version,
+            new_version: upgraded.new_version,
+            daemon_pid: upgraded.pid,
+            switch_micros: u64::try_from(upgraded.switch.as_micros()).unwrap_or(u64::MAX),
+        }))
     }
 }

@@ -34,7 +34,7 @@ pub enum Source {
     ///
     /// Every live session is included.
     Complete,
-    /// The daemon did not answer in time.
+    /// The daemon or the database did not answer in time.
     ///
     /// The list is only what memory holds. The string says why.
     MemoryOnly(String),

@@ -28,6 +28,8 @@ use crate::session_settings::SessionSettings;
 use crate::spawn::Spawned;
 use crate::title::TitleTracker;
 
+mod saved;
+
 /// Most bytes read from a PTY per wakeup before other tasks get a turn.
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// Reads per wakeup before yielding, so one flooding session cannot starve
@@ -226,6 +228,13 @@ pub struct Cursor {
     finished: bool,
 }
 
+impl Cursor {
+    /// The offset of the next byte this cursor reads.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+}
+
 impl Drop for Cursor {
     fn drop(&mut self) {
         self.session.state().attachers.remove(&self.number);
@@ -281,6 +290,19 @@ pub struct Session {
     /// From then on the terminal is not hung up, which would lose that last
     /// output.
     leader_exited: AtomicBool,
+    /// Becomes true when the daemon freezes its sessions for an upgrade:
+    /// reading and writing the terminal stop, so its state can be handed
+    /// on whole.
+    frozen: watch::Receiver<bool>,
+}
+
+/// How a session's driver ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driven {
+    /// The program exited and its exit is recorded.
+    Exited,
+    /// The daemon froze its sessions; the program runs on.
+    Frozen,
 }
 
 impl Session {
@@ -302,8 +324,8 @@ impl Session {
         (cols, rows): (u16, u16),
         settings: &SessionSettings,
         exits: broadcast::Sender<ExitNotice>,
-        generation: Generation,
-    ) -> Result<(Arc<Self>, impl Future<Output = ()> + Send + 'static)> {
+        (generation, frozen): (Generation, watch::Receiver<bool>),
+    ) -> Result<(Arc<Self>, impl Future<Output = Driven> + Send + 'static)> {
         let registered = register(spawned.master, Interest::READABLE | Interest::WRITABLE)
             .and_then(|master| Ok((master, register(spawned.pidfd, Interest::READABLE)?)));
         let (master, pidfd) = registered.map_err(|error| {
@@ -338,8 +360,9 @@ impl Session {
             generation,
             exited_at_boot: std::sync::OnceLock::new(),
             leader_exited: AtomicBool::new(false),
+            frozen,
         });
-        let driver = Arc::clone(&session).drive(master, pidfd, exits);
+        let driver = Arc::clone(&session).drive(Some(master), pidfd, exits);
         Ok((session, driver))
     }
 
@@ -572,7 +595,12 @@ impl Session {
     /// until none is left or the program is gone.
     async fn drain_input(self: Arc<Self>) {
         let mut exited = self.exited.subscribe();
+        let mut frozen = self.frozen.clone();
         loop {
+            if *frozen.borrow_and_update() {
+                // What waits is handed on; the next image drains it.
+                return;
+            }
             if *exited.borrow_and_update() {
                 self.input().clear();
                 return;
@@ -584,6 +612,7 @@ impl Session {
             let ready = tokio::select! {
                 ready = master.writable() => ready,
                 _ = exited.changed() => continue,
+                _ = frozen.changed() => continue,
             };
             let mut ready = match ready {
                 Ok(ready) => ready,
@@ -777,18 +806,23 @@ impl Session {
     /// Reads output until the program exits, then reaps it.
     async fn drive(
         self: Arc<Self>,
-        master: Arc<AsyncFd<OwnedFd>>,
+        master: Option<Arc<AsyncFd<OwnedFd>>>,
         pidfd: AsyncFd<OwnedFd>,
         exits: broadcast::Sender<ExitNotice>,
-    ) {
-        let mut reading = true;
+    ) -> Driven {
+        // A session resumed after its terminal was closed has none to read.
+        let mut reading = master.is_some();
         // Set while reading waits for a slow attacher.
         let mut paused = false;
+        let mut frozen = self.frozen.clone();
         loop {
             tokio::select! {
                 biased;
-                ready = master.readable(), if reading && !paused => match ready {
-                    Ok(mut ready) => match self.read_some(&master) {
+                // Before any read: once frozen, nothing more is taken from
+                // the terminal, so the state handed on is the whole of it.
+                true = became_true(&mut frozen) => return Driven::Frozen,
+                ready = readable(master.as_deref()), if reading && !paused => match ready {
+                    Ok(mut ready) => match self.read_some(ready.get_inner()) {
                         Ok(ReadOutcome::Drained) => ready.clear_ready(),
                         Ok(ReadOutcome::More) => tokio::task::yield_now().await,
                         Ok(ReadOutcome::Paced) => paused = true,
@@ -817,8 +851,8 @@ impl Session {
             let _state = self.state();
             self.leader_exited.store(true, Ordering::Release);
         }
-        if reading {
-            self.read_what_is_left(&master).await;
+        if let (true, Some(master)) = (reading, &master) {
+            self.read_what_is_left(master).await;
         }
         self.close_at_exit();
         drop(master);
@@ -847,6 +881,7 @@ impl Session {
         });
         self.exited.send_replace(true);
         self.changes.send_replace(());
+        Driven::Exited
     }
 
     /// Waits until no attacher that reading waits for is over half the ring
@@ -881,7 +916,7 @@ impl Session {
     async fn read_what_is_left(&self, master: &AsyncFd<OwnedFd>) {
         let start = self.output_offset();
         while self.output_offset() - start < FINAL_READ_BYTES {
-            match self.read_some(master) {
+            match self.read_some(master.get_ref()) {
                 Ok(ReadOutcome::More) => tokio::task::yield_now().await,
                 Ok(ReadOutcome::Paced) => self.wait_for_attachers().await,
                 Ok(ReadOutcome::Drained | ReadOutcome::Closed) | Err(_) => break,
@@ -893,7 +928,7 @@ impl Session {
     ///
     /// It never reads so much that it laps an attacher. It stops once one is
     /// over half the ring behind.
-    fn read_some(&self, master: &AsyncFd<OwnedFd>) -> io::Result<ReadOutcome> {
+    fn read_some(&self, master: &OwnedFd) -> io::Result<ReadOutcome> {
         READ_BUFFER.with_borrow_mut(|buffer| {
             for _ in 0..READS_PER_WAKEUP {
                 let room = self.state().room();
@@ -901,7 +936,7 @@ impl Session {
                     return Ok(ReadOutcome::Paced);
                 }
                 let limit = buffer.len().min(room);
-                match rustix::io::read(master.get_ref(), &mut buffer[..limit]) {
+                match rustix::io::read(master, &mut buffer[..limit]) {
                     Ok(0) => return Ok(ReadOutcome::Closed),
                     Ok(read) => {
                         if self.append(&buffer[..read]) {
@@ -972,6 +1007,21 @@ fn in_use(master: &AsyncFd<OwnedFd>) -> bool {
         Ok(_) => !fds[0].revents().contains(rustix::event::PollFlags::HUP),
         // Cannot tell: assume it is, so callers look closer.
         Err(_) => true,
+    }
+}
+
+/// Waits until `flag` is true; false if it can never become so.
+pub async fn became_true(flag: &mut watch::Receiver<bool>) -> bool {
+    flag.wait_for(|flag| *flag).await.is_ok()
+}
+
+/// Waits until `master` is readable; never, without one.
+async fn readable(
+    master: Option<&AsyncFd<OwnedFd>>,
+) -> io::Result<tokio::io::unix::AsyncFdReadyGuard<'_, OwnedFd>> {
+    match master {
+        Some(master) => master.readable().await,
+        None => std::future::pending().await,
     }
 }
 

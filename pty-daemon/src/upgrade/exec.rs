@@ -1,0 +1,95 @@
+//! The system calls of an upgrade: the sealed state file, descriptors kept
+//! across exec, and the exec itself.
+
+use std::ffi::{CString, OsString};
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use rustix::fs::{MemfdFlags, SealFlags};
+use rustix::io::FdFlags;
+
+/// A memfd holding `bytes`, sealed so that nothing can change it.
+pub fn sealed_state(bytes: &[u8]) -> io::Result<OwnedFd> {
+    let fd = rustix::fs::memfd_create(
+        "holdfast-daemon-state",
+        MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
+    )?;
+    let mut written = 0;
+    while written < bytes.len() {
+        match rustix::io::write(&fd, &bytes[written..]) {
+            Ok(count) => written += count,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    rustix::fs::fcntl_add_seals(
+        &fd,
+        SealFlags::SHRINK | SealFlags::GROW | SealFlags::WRITE | SealFlags::SEAL,
+    )?;
+    Ok(fd)
+}
+
+/// The whole of the state file `fd`, from its start.
+pub fn read_state(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0; 1 << 20];
+    loop {
+        match rustix::io::pread(fd, &mut chunk, bytes.len() as u64) {
+            Ok(0) => return Ok(bytes),
+            Ok(count) => bytes.extend_from_slice(&chunk[..count]),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+}
+
+/// Keeps `fd` open across exec (`keep`), or closes it there again.
+pub fn keep_across_exec(fd: impl AsFd, keep: bool) -> io::Result<()> {
+    let flags = if keep {
+        FdFlags::empty()
+    } else {
+        FdFlags::CLOEXEC
+    };
+    rustix::io::fcntl_setfd(fd, flags)?;
+    Ok(())
+}
+
+/// Replaces this program image with `program`, run as `argv`, with this
+/// environment. Returns only on failure.
+pub fn exec(program: &Path, argv: &[OsString]) -> io::Error {
+    let Ok(program) = CString::new(program.as_os_str().as_bytes()) else {
+        return io::Error::other("the path has a NUL byte");
+    };
+    let Some(argv) = c_strings(argv) else {
+        return io::Error::other("an argument has a NUL byte");
+    };
+    let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|arg| arg.as_ptr()).collect();
+    pointers.push(std::ptr::null());
+    // SAFETY: both are NUL-terminated arrays of NUL-terminated strings that
+    // outlive the call; `environ` is the process's own environment.
+    unsafe { libc::execv(program.as_ptr(), pointers.as_ptr()) };
+    io::Error::last_os_error()
+}
+
+/// As [`exec`], of the open executable `fd` (the image to go back to).
+pub fn exec_fd(fd: RawFd, argv: &[OsString]) -> io::Error {
+    let Some(argv) = c_strings(argv) else {
+        return io::Error::other("an argument has a NUL byte");
+    };
+    let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|arg| arg.as_ptr()).collect();
+    pointers.push(std::ptr::null());
+    unsafe extern "C" {
+        static environ: *const *const libc::c_char;
+    }
+    // SAFETY: as in `exec`; `environ` is read as the process's own.
+    unsafe { libc::fexecve(fd, pointers.as_ptr(), environ) };
+    io::Error::last_os_error()
+}
+
+fn c_strings(args: &[OsString]) -> Option<Vec<CString>> {
+    args.iter()
+        .map(|arg| CString::new(arg.as_bytes()).ok())
+        .collect()
+}

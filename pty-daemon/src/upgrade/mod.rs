@@ -1,0 +1,256 @@
+//! Upgrading the daemon in place: a new program image takes over every
+//! session, with the same pid.
+//!
+//! The daemon checks the candidate first (`probe.rs`). It then stops taking
+//! work, freezes every session, writes its whole state to a sealed memfd
+//! (`state.rs`), keeps the descriptors that matter open across exec (the
+//! listening socket and its lock, every terminal, the state, its own
+//! executable), and execs the candidate (`exec.rs`). The children stay its
+//! children, so their exits are still reaped. The listening socket is never
+//! closed: a client that connects meanwhile waits in its backlog. A new
+//! image that cannot restore execs the previous one again with the same
+//! state (`restore.rs`).
+
+pub mod exec;
+pub mod probe;
+pub mod restore;
+pub mod state;
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::watch;
+
+use crate::error::{Error, Result};
+use crate::listener::ClaimedSocket;
+use crate::registry::Registry;
+use crate::version::version;
+
+/// How long a freeze waits for every session's reading to stop.
+const FREEZE_PATIENCE: Duration = Duration::from_secs(2);
+
+/// The flag naming the state file of a restoring image.
+pub const RESTORE_FLAG: &str = "--restore-state-fd";
+/// The flag naming the executable a restoring image goes back to.
+pub const PREVIOUS_FLAG: &str = "--previous-image-fd";
+/// The flag of an image that is itself a rollback: it has none to go back to.
+pub const ROLLBACK_FLAG: &str = "--rollback";
+
+/// What a restored image learned of the upgrade that started it.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    /// Upgrades this daemon process went through.
+    pub upgrades: u32,
+    /// The version before the last one, if there was an upgrade.
+    pub previous_version: String,
+    /// How long the last switch took, from the old image stopping work to
+    /// this one being ready to serve.
+    pub last_switch: Option<Duration>,
+}
+
+/// Upgrades of this daemon process.
+pub struct Upgrader {
+    registry: Arc<Registry>,
+    socket: Arc<Mutex<ClaimedSocket>>,
+    started_at: SystemTime,
+    history: History,
+    /// Where this image was started from: what SIGUSR2 execs.
+    executable: PathBuf,
+    /// This image's arguments, without the flags of a restore.
+    args: Vec<OsString>,
+    /// True from the moment work stops until the exec, or its failure.
+    upgrading: watch::Sender<bool>,
+    /// One upgrade at a time.
+    busy: AtomicBool,
+}
+
+/// A switch ready to exec: everything is written and kept open.
+pub struct Prepared {
+    program: PathBuf,
+    argv: Vec<OsString>,
+    /// The descriptors whose close-on-exec was cleared, to set again if the
+    /// exec fails.
+    kept: Vec<std::os::fd::RawFd>,
+    _state: OwnedFd,
+    _previous: File,
+    /// The version the candidate reported.
+    pub new_version: String,
+}
+
+impl Upgrader {
+    /// Upgrades for the daemon serving `registry` on `socket`.
+    pub fn new(
+        registry: Arc<Registry>,
+        socket: Arc<Mutex<ClaimedSocket>>,
+        started_at: SystemTime,
+        history: History,
+    ) -> Self {
+        let executable =
+            std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
+        Self {
+            registry,
+            socket,
+            started_at,
+            history,
+            executable,
+            args: own_args(),
+            upgrading: watch::Sender::new(false),
+            busy: AtomicBool::new(false),
+        }
+    }
+
+    /// What a restored image learned of its upgrade.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// Becomes true while the daemon upgrades.
+    pub fn upgrading(&self) -> watch::Receiver<bool> {
+        self.upgrading.subscribe()
+    }
+
+    /// Refuses a call while the daemon upgrades.
+    pub fn check_open(&self) -> Result<()> {
+        if *self.upgrading.borrow() {
+            return Err(Error::Upgrading {
+                resume: String::new(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks `candidate` (this image's own executable if `None`), stops
+    /// taking work, freezes every session and writes the state.
+    ///
+    /// Nothing has changed if it fails. On success, [`Upgrader::commit`]
+    /// must follow.
+    pub async fn prepare(&self, candidate: Option<PathBuf>) -> Result<Prepared> {
+        if self.busy.swap(true, Ordering::AcqRel) {
+            return Err(Error::UpgradeRefused("another upgrade is under way".into()));
+        }
+        let prepared = self.check_and_prepare(candidate).await;
+        if prepared.is_err() {
+            self.busy.store(false, Ordering::Release);
+        }
+        prepared
+    }
+
+    async fn check_and_prepare(&self, candidate: Option<PathBuf>) -> Result<Prepared> {
+        let program = candidate.unwrap_or_else(|| self.executable.clone());
+        let checked = program.clone();
+        let new_version = tokio::task::spawn_blocking(move || probe::check(&checked))
+            .await
+            .map_err(|error| Error::UpgradeRefused(error.to_string()))?
+            .map_err(Error::UpgradeRefused)?;
+        tracing::info!(from = version(), to = %new_version, program = %program.display(), "upgrading in place");
+        let switch_started = SystemTime::now();
+        self.upgrading.send_replace(true);
+        let prepared = self
+            .freeze_and_write(program, new_version, switch_started)
+            .await;
+        if prepared.is_err() {
+            self.registry.thaw();
+            self.upgrading.send_replace(false);
+        }
+        prepared
+    }
+
+    async fn freeze_and_write(
+        &self,
+        program: PathBuf,
+        new_version: String,
+        switch_started: SystemTime,
+    ) -> Result<Prepared> {
+        self.registry.freeze(FREEZE_PATIENCE).await?;
+        let previous = File::open("/proc/self/exe")
+            .map_err(|error| Error::io("opening this image's executable", error))?;
+        let (listener_fd, lock_fd, socket_path) = {
+            let socket = self.socket.lock().unwrap_or_else(PoisonError::into_inner);
+            let (listener, lock) = socket.raw_fds();
+            (listener, lock, socket.path.clone())
+        };
+        let sessions = self.registry.snapshot();
+        let mut kept = vec![listener_fd, lock_fd, previous.as_raw_fd()];
+        kept.extend(
+            sessions
+                .iter()
+                .map(|session| session.master_fd)
+                .filter(|fd| *fd >= 0),
+        );
+        let state = state::pb::DaemonState {
+            format: state::FORMAT,
+            version: version().to_owned(),
+            started_at_unix_micros: state::micros(self.started_at),
+            generation: self.registry.generation(),
+            listener_fd,
+            lock_fd,
+            socket_path: socket_path.to_string_lossy().into_owned(),
+            previous_executable_fd: previous.as_raw_fd(),
+            previous_argv: Vec::new(),
+            switch_started_at_unix_micros: state::micros(switch_started),
+            upgrades: self.history.upgrades + 1,
+            sessions,
+        };
+        let state = exec::sealed_state(&prost::Message::encode_to_vec(&state))
+            .map_err(|error| Error::io("writing the upgrade state", error))?;
+        kept.push(state.as_raw_fd());
+        for fd in &kept {
+            // SAFETY: each is open for as long as the prepared switch lives.
+            let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(*fd) };
+            exec::keep_across_exec(fd, true)
+                .map_err(|error| Error::io("keeping a descriptor across exec", error))?;
+        }
+        let mut argv = vec![OsString::from("pty-daemon")];
+        argv.extend(self.args.iter().cloned());
+        argv.extend([
+            RESTORE_FLAG.into(),
+            state.as_raw_fd().to_string().into(),
+            PREVIOUS_FLAG.into(),
+            previous.as_raw_fd().to_string().into(),
+        ]);
+        Ok(Prepared {
+            program,
+            argv,
+            kept,
+            _state: state,
+            _previous: previous,
+            new_version,
+        })
+    }
+
+    /// Execs the prepared switch. Returns only if the exec failed: the
+    /// sessions are then thawed and the daemon goes on as it was.
+    pub fn commit(&self, prepared: Prepared) -> Error {
+        let error = exec::exec(&prepared.program, &prepared.argv);
+        tracing::error!(%error, program = %prepared.program.display(), "the exec failed; going on as before");
+        for fd in &prepared.kept {
+            // SAFETY: as in `freeze_and_write`; the switch still holds them.
+            let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(*fd) };
+            let _ = exec::keep_across_exec(fd.as_fd(), false);
+        }
+        self.registry.thaw();
+        self.upgrading.send_replace(false);
+        self.busy.store(false, Ordering::Release);
+        Error::UpgradeRefused(format!("executing {}: {error}", prepared.program.display()))
+    }
+}
+
+/// This image's arguments, without the flags of a restore or `--daemonize`
+/// (the new image is detached already).
+fn own_args() -> Vec<OsString> {
+    let mut args = std::env::args_os().skip(1);
+    let mut own = Vec::new();
+    while let Some(arg) = args.next() {
+        if arg == RESTORE_FLAG || arg == PREVIOUS_FLAG {
+            args.next();
+        } else if arg != ROLLBACK_FLAG && arg != "--daemonize" {
+            own.push(arg);
+        }
+    }
+    own
+}

@@ -1,0 +1,80 @@
+//! The new image's side of an upgrade: read the state, or go back.
+//!
+//! A state this image cannot read (corrupt, or a format it does not know)
+//! and a failure while restoring both lead to the previous image: its
+//! executable was kept open, and it is executed again with the same state.
+//! An image that is itself such a rollback has nothing to go back to.
+
+use std::ffi::OsString;
+use std::os::fd::{BorrowedFd, RawFd};
+
+use crate::upgrade::state::{self, pb::DaemonState};
+use crate::upgrade::{ROLLBACK_FLAG, exec};
+
+/// Where a restoring image finds what it takes over.
+#[derive(Debug, Clone, Copy)]
+pub struct Handover {
+    /// The sealed state file.
+    pub state_fd: RawFd,
+    /// The previous image's executable, to go back to.
+    pub previous_fd: RawFd,
+    /// Whether this image is a rollback already.
+    pub rollback: bool,
+}
+
+impl Handover {
+    /// The state handed on; goes back to the previous image if it cannot
+    /// be read.
+    pub fn read(self) -> DaemonState {
+        // SAFETY: the previous image kept it open for us.
+        let fd = unsafe { BorrowedFd::borrow_raw(self.state_fd) };
+        let read = exec::read_state(fd)
+            .map_err(|error| format!("reading the state: {error}"))
+            .and_then(|bytes| state::decode(&bytes).map_err(|error| error.to_string()));
+        match read {
+            Ok(_) if self.refused_for_tests() => {
+                self.roll_back("refusing to restore (HOLDFAST_TEST_REFUSE_RESTORE)")
+            }
+            Ok(state) => state,
+            Err(why) => self.roll_back(&why),
+        }
+    }
+
+    /// Goes back to the previous image with the same state. Never returns:
+    /// if even that fails, the daemon exits (and its sessions are lost).
+    pub fn roll_back(self, why: &str) -> ! {
+        if self.rollback {
+            tracing::error!(%why, "the rolled-back image cannot restore either; exiting");
+            std::process::exit(70);
+        }
+        tracing::error!(%why, "cannot restore; going back to the previous image");
+        let mut argv: Vec<OsString> = std::env::args_os().collect();
+        argv[0] = OsString::from("pty-daemon");
+        argv.push(ROLLBACK_FLAG.into());
+        let error = exec::exec_fd(self.previous_fd, &argv);
+        tracing::error!(%error, "going back to the previous image failed; exiting");
+        std::process::exit(70)
+    }
+
+    /// Tests only: an image whose file name is `HOLDFAST_TEST_REFUSE_RESTORE`
+    /// refuses every state, as one with a bug in its restore would.
+    fn refused_for_tests(&self) -> bool {
+        let Some(refused) = std::env::var_os("HOLDFAST_TEST_REFUSE_RESTORE") else {
+            return false;
+        };
+        !self.rollback
+            && std::env::current_exe()
+                .ok()
+                .and_then(|exe| exe.file_name().map(|name| name == refused.as_os_str()))
+                .unwrap_or(false)
+    }
+
+    /// Closes what only the switch needed: the state file and the previous
+    /// image's executable.
+    pub fn finish(self) {
+        for fd in [self.state_fd, self.previous_fd] {
+            // SAFETY: both were kept open for this image, which owns them.
+            drop(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+        }
+    }
+}
