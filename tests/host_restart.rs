@@ -1043,6 +1043,13 @@ async fn a_restart_storm_loses_no_session_and_no_output() {
                 daemon_pid,
                 "cycle {cycle}"
             );
+            // Still found as this socket's daemon (so never launched twice,
+            // and stopped with the home).
+            assert_eq!(
+                home.daemon_pids(),
+                Vec::from_iter(daemon_pid),
+                "cycle {cycle}: the upgraded daemon keeps its command line"
+            );
             eventually("output to flow after the upgrade", || {
                 let next_offset = Arc::clone(&next_offset);
                 async move { (next_offset.load(Ordering::SeqCst) > offset_before + 1000).then_some(()) }

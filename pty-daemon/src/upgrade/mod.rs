@@ -240,15 +240,17 @@ impl Upgrader {
     }
 }
 
-/// This image's arguments, without the flags of a restore or `--daemonize`
-/// (the new image is detached already).
+/// This image's arguments, without the flags of a restore.
+///
+/// `--daemonize` stays: a restoring image ignores it (it is detached
+/// already), and the host-service finds a daemon of its socket by it.
 fn own_args() -> Vec<OsString> {
     let mut args = std::env::args_os().skip(1);
     let mut own = Vec::new();
     while let Some(arg) = args.next() {
         if arg == RESTORE_FLAG || arg == PREVIOUS_FLAG {
             args.next();
-        } else if arg != ROLLBACK_FLAG && arg != "--daemonize" {
+        } else if arg != ROLLBACK_FLAG {
             own.push(arg);
         }
     }
