@@ -59,7 +59,7 @@ async fn the_host_upgrades_an_older_daemon_and_its_streams_carry_on() {
     let images = tempfile::tempdir().expect("temp dir");
     let old = images.path().join("daemon-a");
     std::fs::copy(binary("pty-daemon"), &old).expect("copy");
-    let mut old_daemon = Command::new(&old)
+    let old_daemon = Command::new(&old)
         .arg("--socket")
         .arg(home.socket())
         .env(NAMED.0, NAMED.1)
@@ -67,6 +67,8 @@ async fn the_host_upgrades_an_older_daemon_and_its_streams_carry_on() {
         .stderr(std::fs::File::create(images.path().join("daemon.log")).expect("log"))
         .spawn()
         .expect("start the old daemon");
+    // Stopped however the test ends: upgraded, it is still this child.
+    let _old_daemon = Stopped(old_daemon);
     let pid = eventually("the old daemon to serve", || async {
         home.serving_daemon_pid().await
     })
@@ -152,9 +154,15 @@ async fn the_host_upgrades_an_older_daemon_and_its_streams_carry_on() {
     assert!(stdout_of(&cli).contains("already runs"), "{cli:?}");
 
     host.stop(rustix::process::Signal::TERM);
-    let _ = rustix::process::kill_process(
-        rustix::process::Pid::from_raw(pid).expect("pid"),
-        rustix::process::Signal::TERM,
-    );
-    wait_with_deadline(&mut old_daemon);
+}
+
+/// A child process stopped with SIGTERM (then waited for) when dropped.
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let pid = rustix::process::Pid::from_child(&self.0);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        let _ = wait_with_deadline(&mut self.0);
+    }
 }

@@ -151,7 +151,11 @@ impl Home {
             .arg("--socket")
             .arg(self.socket())
             .env("HOLDFAST_EXIT_RETENTION_SECS", "0")
-            .env("RUST_LOG", "warn")
+            // HOLDFAST_BENCH_DAEMON_LOG=info shows a daemon's own timings.
+            .env(
+                "RUST_LOG",
+                std::env::var("HOLDFAST_BENCH_DAEMON_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .spawn()

@@ -93,10 +93,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let socket_path = args
         .socket
         .unwrap_or_else(holdfast_plumbing::paths::default_socket_path);
-    let restoring = handover.map(|handover| (handover, handover.read()));
+    let restoring = handover.map(|handover| {
+        let (state, rings) = handover.read();
+        (handover, state, rings)
+    });
     let socket = match &restoring {
         // SAFETY: the previous image kept both open for this one.
-        Some((handover, state)) => unsafe {
+        Some((handover, state, _)) => unsafe {
             ClaimedSocket::inherited(
                 state.listener_fd,
                 state.lock_fd,

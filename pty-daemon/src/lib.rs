@@ -38,6 +38,7 @@ use crate::registry::Registry;
 use crate::server::DaemonService;
 use crate::session_settings::SessionSettings;
 use crate::upgrade::restore::Handover;
+use crate::upgrade::state::Rings;
 use crate::upgrade::state::pb::DaemonState;
 use crate::upgrade::{History, Upgrader};
 
@@ -59,11 +60,11 @@ pub async fn run(
     socket: ClaimedSocket,
     settings: SessionSettings,
     terminals: tokio::runtime::Handle,
-    restoring: Option<(Handover, DaemonState)>,
+    restoring: Option<(Handover, DaemonState, Rings)>,
 ) -> Result<()> {
     let started_at = restoring
         .as_ref()
-        .map_or_else(SystemTime::now, |(_, state)| {
+        .map_or_else(SystemTime::now, |(_, state, _)| {
             upgrade::state::from_micros(state.started_at_unix_micros)
         });
     let listener = socket
@@ -82,7 +83,7 @@ pub async fn run(
         .map_err(|error| Error::io("installing the SIGINT handler", error))?;
     let registry = Arc::new(Registry::new(settings, terminals));
     let history = match restoring {
-        Some((handover, state)) => restore(&registry, handover, state),
+        Some((handover, state, rings)) => restore(&registry, handover, state, rings),
         None => History::default(),
     };
     let upgrader = Arc::new(Upgrader::new(
@@ -114,13 +115,11 @@ pub async fn run(
                 // nginx's convention: install the new file over the old,
                 // then signal.
                 tracing::info!("SIGUSR2: upgrading to the file this daemon was started from");
-                match upgrader.prepare(None).await {
-                    Ok(prepared) => {
-                        let error = upgrader.commit(prepared);
-                        tracing::error!(%error, "the upgrade did not happen");
-                    }
-                    Err(error) => tracing::error!(%error, "the upgrade did not happen"),
-                }
+                let error = match upgrader.check(None).await {
+                    Ok(checked) => upgrader.switch(checked).await,
+                    Err(error) => error,
+                };
+                tracing::error!(%error, "the upgrade did not happen");
                 continue;
             }
             finished = &mut server => {
@@ -151,14 +150,20 @@ pub async fn run(
 
 /// Takes over the sessions a previous image handed on; goes back to that
 /// image if it cannot, with nothing lost.
-fn restore(registry: &Arc<Registry>, handover: Handover, state: DaemonState) -> History {
+fn restore(
+    registry: &Arc<Registry>,
+    handover: Handover,
+    state: DaemonState,
+    mut rings: Rings,
+) -> History {
     let sessions = state.sessions.len();
     let generation = state.generation;
     let switch_started = upgrade::state::from_micros(state.switch_started_at_unix_micros);
+    let restoring = std::time::Instant::now();
     let restored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: the previous image kept every terminal it names open for
         // this one, and nothing else here owns them.
-        unsafe { registry.restore(state.sessions, generation) }
+        unsafe { registry.restore(state.sessions, &mut rings, generation) }
     }));
     match restored {
         Ok(Ok(())) => {}
@@ -167,7 +172,7 @@ fn restore(registry: &Arc<Registry>, handover: Handover, state: DaemonState) -> 
     }
     handover.finish();
     let last_switch = SystemTime::now().duration_since(switch_started).ok();
-    tracing::info!(sessions, from = %state.version, to = version::version(), switch = ?last_switch, "upgraded in place");
+    tracing::info!(sessions, from = %state.version, to = version::version(), switch = ?last_switch, restore = ?restoring.elapsed(), "upgraded in place");
     History {
         upgrades: state.upgrades,
         previous_version: state.version,

@@ -15,6 +15,7 @@ use crate::listing;
 use crate::session::{Cursor, Driven, ExitNotice, Session};
 use crate::session_settings::SessionSettings;
 use crate::spawn::{self, SpawnSpec};
+use crate::upgrade::state::Rings;
 use crate::upgrade::state::pb as saved;
 
 #[derive(Default)]
@@ -291,12 +292,12 @@ impl Registry {
         self.resume_all(false);
     }
 
-    /// Every session as the state format holds it. Call while frozen.
-    pub fn snapshot(&self) -> Vec<saved::Session> {
-        self.all()
-            .iter()
-            .map(|session| session.snapshot())
-            .collect()
+    /// Every session, and each as the state format holds it. Call while
+    /// frozen.
+    pub fn snapshot(&self) -> (Arc<[Arc<Session>]>, Vec<saved::Session>) {
+        let all = self.all();
+        let saved = all.iter().map(|session| session.snapshot()).collect();
+        (all, saved)
     }
 
     /// Takes over the sessions a previous image handed on, and drives them.
@@ -308,6 +309,7 @@ impl Registry {
     pub unsafe fn restore(
         self: &Arc<Self>,
         saved: Vec<saved::Session>,
+        rings: &mut Rings,
         generation: u64,
     ) -> Result<()> {
         self.generation.at_least(generation);
@@ -316,10 +318,14 @@ impl Registry {
             let mut sessions = self.sessions();
             for saved in saved {
                 let id = saved.session_id.clone();
+                let ring = rings
+                    .next(saved.scrollback_len)
+                    .map_err(|error| Error::io("reading a session's scrollback", error))?;
                 // SAFETY: as the caller promises.
                 let session = unsafe {
                     Session::restore(
                         saved,
+                        ring,
                         &self.settings,
                         (self.generation.clone(), self.freeze.subscribe()),
                     )

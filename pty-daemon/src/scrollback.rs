@@ -48,17 +48,21 @@ impl Scrollback {
     /// A ring of `capacity` bytes holding `bytes`, the first at `start`.
     ///
     /// Only the last `capacity` of them are kept, as pushing them would.
-    pub fn restored(capacity: usize, start: u64, bytes: &[u8]) -> Self {
-        let mut ring = Self::new(capacity);
-        ring.start = start;
-        ring.push(bytes);
-        ring
+    /// The bytes become the ring's buffer as they are, not copied.
+    pub fn restored(capacity: usize, start: u64, mut bytes: Vec<u8>) -> Self {
+        let capacity = capacity.max(1);
+        let excess = bytes.len().saturating_sub(capacity);
+        bytes.drain(..excess);
+        Self {
+            bytes: VecDeque::from(bytes),
+            start: start + excess as u64,
+            capacity,
+        }
     }
 
-    /// The held bytes, oldest first, in one piece.
-    pub fn to_vec(&self) -> Vec<u8> {
-        let (front, back) = self.bytes.as_slices();
-        [front, back].concat()
+    /// The held bytes, oldest first, in two pieces (the ring's wrap).
+    pub fn as_slices(&self) -> (&[u8], &[u8]) {
+        self.bytes.as_slices()
     }
 
     /// The most bytes it holds.

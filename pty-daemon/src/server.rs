@@ -80,10 +80,6 @@ impl DaemonService {
 /// The stream type of `Attach`.
 pub type AttachStream = Pin<Box<dyn Stream<Item = Result<pb::AttachResponse, Status>> + Send>>;
 
-/// How long an `Upgrade` answer gets to leave before the image that sent
-/// it is replaced.
-const ANSWER_FLUSH: Duration = Duration::from_millis(20);
-
 #[tonic::async_trait]
 impl PtyDaemon for DaemonService {
     async fn spawn(
@@ -331,17 +327,17 @@ impl PtyDaemon for DaemonService {
                 .into());
             }
         };
-        let prepared = self.upgrader.prepare(executable).await?;
+        let checked = self.upgrader.check(executable).await?;
         let response = pb::UpgradeResponse {
             old_version: version().to_owned(),
-            new_version: prepared.new_version.clone(),
+            new_version: checked.new_version.clone(),
         };
-        // The answer goes out before the switch: the image that answers
-        // is about to be replaced.
+        // The switch runs on: the answer goes out while the sessions
+        // freeze and the state is written, before the image that sent it
+        // is replaced.
         let upgrader = Arc::clone(&self.upgrader);
         tokio::spawn(async move {
-            tokio::time::sleep(ANSWER_FLUSH).await;
-            let error = upgrader.commit(prepared);
+            let error = upgrader.switch(checked).await;
             tracing::error!(%error, "the upgrade did not happen");
         });
         Ok(Response::new(response))

@@ -13,6 +13,9 @@ use pty_daemon::registry::Registry;
 use pty_daemon::session_settings::SessionSettings;
 use pty_daemon::upgrade::state::{self, pb};
 
+/// Each golden session's scrollback, after the message in the file.
+const RING: &[u8] = b"hi\r\nthere\r\n";
+
 fn golden_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/state-v1.bin")
 }
@@ -33,7 +36,7 @@ fn golden_state() -> pb::DaemonState {
         held_when_closed: false,
         leader_exited: true,
         scrollback_start: 1000,
-        scrollback: b"hi\r\nthere\r\n".to_vec(),
+        scrollback_len: RING.len() as u64,
         input_waiting: b"typed".to_vec(),
         exit: Some(pb::Exit {
             code: Some(code),
@@ -61,14 +64,15 @@ fn golden_state() -> pb::DaemonState {
 #[test]
 fn the_format_1_golden_state_restores() {
     if std::env::var_os("HOLDFAST_WRITE_GOLDEN").is_some() {
-        std::fs::write(
-            golden_path(),
-            prost::Message::encode_to_vec(&golden_state()),
-        )
-        .expect("write the golden state");
+        let golden = golden_state();
+        let mut file = state::header(&golden);
+        for _ in &golden.sessions {
+            file.extend_from_slice(RING);
+        }
+        std::fs::write(golden_path(), file).expect("write the golden state");
     }
-    let bytes = std::fs::read(golden_path()).expect("the golden state is committed");
-    let decoded = state::decode(&bytes).expect("format 1 is readable");
+    let file = std::fs::File::open(golden_path()).expect("the golden state is committed");
+    let (decoded, mut rings) = state::read(file).expect("format 1 is readable");
     assert_eq!(decoded, golden_state());
 
     let terminals = tokio::runtime::Builder::new_multi_thread()
@@ -85,7 +89,8 @@ fn the_format_1_golden_state_restores() {
     let registry = Arc::new(Registry::new(settings, terminals.handle().clone()));
     terminals.block_on(async {
         // SAFETY: the golden sessions name no descriptor.
-        unsafe { registry.restore(decoded.sessions, decoded.generation) }.expect("restore");
+        unsafe { registry.restore(decoded.sessions, &mut rings, decoded.generation) }
+            .expect("restore");
     });
     let all = registry.all();
     let ids: Vec<&str> = all.iter().map(|session| session.id()).collect();

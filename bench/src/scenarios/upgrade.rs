@@ -23,6 +23,9 @@ use crate::stats::Samples;
 
 const NAME: &str = "10. daemon upgrade in place";
 
+/// How long a client waits before it tries again during a switch.
+const RETRY: Duration = Duration::from_millis(2);
+
 pub async fn run(ctx: &mut Ctx) -> Result<()> {
     let (count, flooding) = (ctx.scale.upgrade_sessions, ctx.scale.upgrade_flooding);
     let home = Home::new()?;
@@ -80,6 +83,9 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
                 started.elapsed() < Duration::from_secs(20),
                 "the upgrade did not finish"
             );
+            // As a real client backs off: a tight loop would take the CPU
+            // from the daemon it waits for.
+            tokio::time::sleep(RETRY).await;
         }
         switches.push(started.elapsed());
         // Output flows again everywhere before the next round.
@@ -138,6 +144,7 @@ async fn drain(
         let Ok(mut client): Result<DaemonClient, _> =
             daemon_client::connect(&socket, Duration::from_secs(1)).await
         else {
+            tokio::time::sleep(RETRY).await;
             continue;
         };
         let request = daemon_pb::AttachRequest {
@@ -146,6 +153,7 @@ async fn drain(
             ..Default::default()
         };
         let Ok(stream) = client.attach(request).await else {
+            tokio::time::sleep(RETRY).await;
             continue;
         };
         let mut stream = stream.into_inner();

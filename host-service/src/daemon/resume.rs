@@ -1,9 +1,11 @@
 //! Attach streams that outlive a daemon upgrade.
 //!
 //! An upgrading daemon ends every attach stream with UNAVAILABLE, reason
-//! `DAEMON_UPGRADING`. The host opens the stream again from the offset
+//! `DAEMON_UPGRADING`, or, if that word did not get out before the exec,
+//! its connection is cut. The host opens the stream again from the offset
 //! after the last byte it relayed, so its client sees a pause, never a gap
-//! or a byte twice.
+//! or a byte twice. A stream cut because the daemon died cannot be opened
+//! again (its sessions went with it) and ends with the first error.
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -19,10 +21,25 @@ pub type DaemonEvents = Pin<Box<dyn Stream<Item = Result<daemon::AttachResponse,
 /// it: far longer than a switch takes.
 const PATIENCE: Duration = Duration::from_secs(10);
 
+/// How long the host tries to open a stream again after its connection
+/// was cut without a word: enough for a switch whose goodbye did not get
+/// out, short for a daemon that died (its client hears of it promptly).
+const CUT_PATIENCE: Duration = Duration::from_secs(2);
+
 /// Whether `status` ends a stream because the daemon upgrades.
 pub fn is_upgrading(status: &Status) -> bool {
     holdfast_api::error_details::reason_of(status)
         .is_some_and(|(reason, _)| reason == "DAEMON_UPGRADING")
+}
+
+/// Whether `status` is the connection ending rather than the daemon's
+/// word: every refusal of the daemon names its reason.
+pub fn is_cut(status: &Status) -> bool {
+    use tonic::Code;
+    matches!(
+        status.code(),
+        Code::Unknown | Code::Unavailable | Code::Internal
+    ) && holdfast_api::error_details::reason_of(status).is_none()
 }
 
 /// `events`, opened from `from`, continued by `reopen` (from an offset)
@@ -40,10 +57,17 @@ where
                     next = after(&event).or(next);
                     return Some((Ok(event), Some((events, next, reopen))));
                 }
-                Err(status) if is_upgrading(&status) => match reopen_within(&reopen, next).await {
-                    Some(reopened) => events = reopened,
-                    None => return Some((Err(status), None)),
-                },
+                Err(status) if is_upgrading(&status) || is_cut(&status) => {
+                    let patience = if is_upgrading(&status) {
+                        PATIENCE
+                    } else {
+                        CUT_PATIENCE
+                    };
+                    match reopen_within(&reopen, next, patience).await {
+                        Some(reopened) => events = reopened,
+                        None => return Some((Err(status), None)),
+                    }
+                }
                 Err(status) => return Some((Err(status), None)),
             }
         }
@@ -61,13 +85,17 @@ fn after(event: &daemon::AttachResponse) -> Option<u64> {
     }
 }
 
-/// Tries `reopen` until it opens a stream or [`PATIENCE`] runs out.
-async fn reopen_within<F, Fut>(reopen: &F, from: Option<u64>) -> Option<DaemonEvents>
+/// Tries `reopen` until it opens a stream or `patience` runs out.
+async fn reopen_within<F, Fut>(
+    reopen: &F,
+    from: Option<u64>,
+    patience: Duration,
+) -> Option<DaemonEvents>
 where
     F: Fn(Option<u64>) -> Fut,
     Fut: Future<Output = Option<DaemonEvents>>,
 {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let deadline = tokio::time::Instant::now() + patience;
     let mut pause = Duration::from_millis(5);
     loop {
         if let Some(events) = reopen(from).await {

@@ -103,18 +103,23 @@ impl DaemonUpgrade {
             .upgrade(daemon::UpgradeRequest {
                 executable: program.to_string_lossy().into_owned(),
             })
-            .await
-            .map_err(UpgradeError::Refused)?
-            .into_inner();
+            .await;
+        let old_version = match answer {
+            Ok(answer) => answer.into_inner().old_version,
+            // The switch may have cut the connection before its answer
+            // left: whether it happened shows in the upgrades count.
+            Err(status) if crate::daemon::resume::is_cut(&status) => before.version.clone(),
+            Err(status) => return Err(UpgradeError::Refused(status)),
+        };
         let deadline = tokio::time::Instant::now() + SWITCH_PATIENCE;
         loop {
             if let Ok(after) = self.info().await
                 && after.upgrades > before.upgrades
             {
-                tracing::info!(from = %answer.old_version, to = %after.version, pid = after.pid, switch_micros = after.last_switch_micros, "upgraded the pty-daemon in place");
+                tracing::info!(from = %old_version, to = %after.version, pid = after.pid, switch_micros = after.last_switch_micros, "upgraded the pty-daemon in place");
                 return Ok(Upgraded {
                     upgraded: true,
-                    old_version: answer.old_version,
+                    old_version,
                     new_version: after.version,
                     pid: after.pid,
                     switch: Duration::from_micros(after.last_switch_micros),

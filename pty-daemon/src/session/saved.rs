@@ -41,7 +41,7 @@ impl Session {
             held_when_closed: self.held_when_closed.load(Ordering::Acquire),
             leader_exited: self.leader_exited.load(Ordering::Acquire),
             scrollback_start: state.scrollback.start_offset(),
-            scrollback: state.scrollback.to_vec(),
+            scrollback_len: state.scrollback.len() as u64,
             input_waiting: self.input().contents(),
             exit: state.exit.map(|exit| saved::Exit {
                 code: exit.code,
@@ -55,7 +55,18 @@ impl Session {
         }
     }
 
-    /// The session `saved` describes, its terminal the descriptor it names.
+    /// Writes the scrollback that [`Session::snapshot`] counted to `file`.
+    ///
+    /// Call only while frozen, as for the snapshot: the ring must not move.
+    pub fn write_scrollback(&self, file: &mut impl std::io::Write) -> io::Result<()> {
+        let state = self.state();
+        let (front, back) = state.scrollback.as_slices();
+        file.write_all(front)?;
+        file.write_all(back)
+    }
+
+    /// The session `saved` describes, its terminal the descriptor it names
+    /// and `ring` its scrollback.
     ///
     /// Must run inside the runtime that is to read the terminal. Call
     /// [`Session::resume`] once the session is findable.
@@ -66,6 +77,7 @@ impl Session {
     /// nothing else owns: the session takes it over.
     pub unsafe fn restore(
         saved: saved::Session,
+        ring: Vec<u8>,
         settings: &SessionSettings,
         (generation, frozen): (Generation, watch::Receiver<bool>),
     ) -> Result<Arc<Self>> {
@@ -98,11 +110,8 @@ impl Session {
             signal: exit.signal,
             at: state::from_micros(exit.at_unix_micros),
         });
-        let scrollback = Scrollback::restored(
-            settings.scrollback_bytes,
-            saved.scrollback_start,
-            &saved.scrollback,
-        );
+        let scrollback =
+            Scrollback::restored(settings.scrollback_bytes, saved.scrollback_start, ring);
         let produced = scrollback.end_offset();
         let mut input = InputQueue::default();
         // At most what was admitted before, so it fits.

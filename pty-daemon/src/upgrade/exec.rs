@@ -2,47 +2,31 @@
 //! across exec, and the exec itself.
 
 use std::ffi::{CString, OsString};
+use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use rustix::fs::{MemfdFlags, SealFlags};
 use rustix::io::FdFlags;
 
-/// A memfd holding `bytes`, sealed so that nothing can change it.
-pub fn sealed_state(bytes: &[u8]) -> io::Result<OwnedFd> {
+/// A new, empty state file (a memfd that can be sealed).
+pub fn state_file() -> io::Result<File> {
     let fd = rustix::fs::memfd_create(
         "holdfast-daemon-state",
         MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
     )?;
-    let mut written = 0;
-    while written < bytes.len() {
-        match rustix::io::write(&fd, &bytes[written..]) {
-            Ok(count) => written += count,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(error) => return Err(error.into()),
-        }
-    }
-    rustix::fs::fcntl_add_seals(
-        &fd,
-        SealFlags::SHRINK | SealFlags::GROW | SealFlags::WRITE | SealFlags::SEAL,
-    )?;
-    Ok(fd)
+    Ok(File::from(fd))
 }
 
-/// The whole of the state file `fd`, from its start.
-pub fn read_state(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    let mut chunk = vec![0; 1 << 20];
-    loop {
-        match rustix::io::pread(fd, &mut chunk, bytes.len() as u64) {
-            Ok(0) => return Ok(bytes),
-            Ok(count) => bytes.extend_from_slice(&chunk[..count]),
-            Err(rustix::io::Errno::INTR) => {}
-            Err(error) => return Err(error.into()),
-        }
-    }
+/// Seals the state file, so that nothing can change it any more.
+pub fn seal(file: &File) -> io::Result<()> {
+    rustix::fs::fcntl_add_seals(
+        file,
+        SealFlags::SHRINK | SealFlags::GROW | SealFlags::WRITE | SealFlags::SEAL,
+    )?;
+    Ok(())
 }
 
 /// Keeps `fd` open across exec (`keep`), or closes it there again.

@@ -18,7 +18,7 @@ pub mod state;
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -30,6 +30,9 @@ use crate::error::{Error, Result};
 use crate::listener::ClaimedSocket;
 use crate::registry::Registry;
 use crate::version::version;
+
+/// How long the streams' goodbyes get to leave before the sessions freeze.
+const GOODBYE: Duration = Duration::from_millis(5);
 
 /// How long a freeze waits for every session's reading to stop.
 const FREEZE_PATIENCE: Duration = Duration::from_secs(2);
@@ -69,17 +72,22 @@ pub struct Upgrader {
     busy: AtomicBool,
 }
 
+/// A candidate that passed its probe.
+pub struct Checked {
+    program: PathBuf,
+    /// The version the candidate reported.
+    pub new_version: String,
+}
+
 /// A switch ready to exec: everything is written and kept open.
-pub struct Prepared {
+struct Prepared {
     program: PathBuf,
     argv: Vec<OsString>,
     /// The descriptors whose close-on-exec was cleared, to set again if the
     /// exec fails.
     kept: Vec<std::os::fd::RawFd>,
-    _state: OwnedFd,
+    _state: File,
     _previous: File,
-    /// The version the candidate reported.
-    pub new_version: String,
 }
 
 impl Upgrader {
@@ -124,49 +132,63 @@ impl Upgrader {
         Ok(())
     }
 
-    /// Checks `candidate` (this image's own executable if `None`), stops
-    /// taking work, freezes every session and writes the state.
-    ///
-    /// Nothing has changed if it fails. On success, [`Upgrader::commit`]
-    /// must follow.
-    pub async fn prepare(&self, candidate: Option<PathBuf>) -> Result<Prepared> {
+    /// Checks `candidate` (this image's own executable if `None`) in probe
+    /// mode. Nothing changes if it fails; on success, [`Upgrader::switch`]
+    /// must follow, and no other upgrade starts meanwhile.
+    pub async fn check(&self, candidate: Option<PathBuf>) -> Result<Checked> {
         if self.busy.swap(true, Ordering::AcqRel) {
             return Err(Error::UpgradeRefused("another upgrade is under way".into()));
         }
-        let prepared = self.check_and_prepare(candidate).await;
-        if prepared.is_err() {
-            self.busy.store(false, Ordering::Release);
+        let program = candidate.unwrap_or_else(|| self.executable.clone());
+        let probed = program.clone();
+        let probing = std::time::Instant::now();
+        let checked = tokio::task::spawn_blocking(move || probe::check(&probed))
+            .await
+            .map_err(|error| Error::UpgradeRefused(error.to_string()))
+            .and_then(|checked| checked.map_err(Error::UpgradeRefused));
+        match checked {
+            Ok(new_version) => {
+                tracing::info!(from = version(), to = %new_version, program = %program.display(), probe = ?probing.elapsed(), "upgrading in place");
+                Ok(Checked {
+                    program,
+                    new_version,
+                })
+            }
+            Err(error) => {
+                self.busy.store(false, Ordering::Release);
+                Err(error)
+            }
         }
-        prepared
     }
 
-    async fn check_and_prepare(&self, candidate: Option<PathBuf>) -> Result<Prepared> {
-        let program = candidate.unwrap_or_else(|| self.executable.clone());
-        let checked = program.clone();
-        let new_version = tokio::task::spawn_blocking(move || probe::check(&checked))
-            .await
-            .map_err(|error| Error::UpgradeRefused(error.to_string()))?
-            .map_err(Error::UpgradeRefused)?;
-        tracing::info!(from = version(), to = %new_version, program = %program.display(), "upgrading in place");
+    /// Stops taking work, freezes every session, writes the state and execs
+    /// the checked candidate. Returns only if the upgrade did not happen:
+    /// everything then goes on as before.
+    pub async fn switch(&self, checked: Checked) -> Error {
         let switch_started = SystemTime::now();
         self.upgrading.send_replace(true);
-        let prepared = self
-            .freeze_and_write(program, new_version, switch_started)
-            .await;
-        if prepared.is_err() {
-            self.registry.thaw();
-            self.upgrading.send_replace(false);
+        // A moment for the goodbyes to leave: each open stream's "attach
+        // again from offset N", and the Upgrade call's own answer.
+        tokio::time::sleep(GOODBYE).await;
+        match self.freeze_and_write(checked.program, switch_started).await {
+            Ok(prepared) => self.commit(prepared),
+            Err(error) => {
+                self.registry.thaw();
+                self.upgrading.send_replace(false);
+                self.busy.store(false, Ordering::Release);
+                error
+            }
         }
-        prepared
     }
 
     async fn freeze_and_write(
         &self,
         program: PathBuf,
-        new_version: String,
         switch_started: SystemTime,
     ) -> Result<Prepared> {
+        let freezing = std::time::Instant::now();
         self.registry.freeze(FREEZE_PATIENCE).await?;
+        let frozen = freezing.elapsed();
         let previous = File::open("/proc/self/exe")
             .map_err(|error| Error::io("opening this image's executable", error))?;
         let (listener_fd, lock_fd, socket_path) = {
@@ -174,7 +196,7 @@ impl Upgrader {
             let (listener, lock) = socket.raw_fds();
             (listener, lock, socket.path.clone())
         };
-        let sessions = self.registry.snapshot();
+        let (held, sessions) = self.registry.snapshot();
         let mut kept = vec![listener_fd, lock_fd, previous.as_raw_fd()];
         kept.extend(
             sessions
@@ -196,8 +218,9 @@ impl Upgrader {
             upgrades: self.history.upgrades + 1,
             sessions,
         };
-        let state = exec::sealed_state(&prost::Message::encode_to_vec(&state))
+        let state = write_state(&state, &held)
             .map_err(|error| Error::io("writing the upgrade state", error))?;
+        tracing::info!(freeze = ?frozen, state_bytes = state.metadata().map_or(0, |meta| meta.len()), written = ?freezing.elapsed() - frozen, "state handed on");
         kept.push(state.as_raw_fd());
         for fd in &kept {
             // SAFETY: each is open for as long as the prepared switch lives.
@@ -219,13 +242,12 @@ impl Upgrader {
             kept,
             _state: state,
             _previous: previous,
-            new_version,
         })
     }
 
     /// Execs the prepared switch. Returns only if the exec failed: the
     /// sessions are then thawed and the daemon goes on as it was.
-    pub fn commit(&self, prepared: Prepared) -> Error {
+    fn commit(&self, prepared: Prepared) -> Error {
         let error = exec::exec(&prepared.program, &prepared.argv);
         tracing::error!(%error, program = %prepared.program.display(), "the exec failed; going on as before");
         for fd in &prepared.kept {
@@ -238,6 +260,25 @@ impl Upgrader {
         self.busy.store(false, Ordering::Release);
         Error::UpgradeRefused(format!("executing {}: {error}", prepared.program.display()))
     }
+}
+
+/// The sealed state file: the message, then every ring, in the order of
+/// the message's sessions.
+fn write_state(
+    state: &state::pb::DaemonState,
+    held: &[Arc<crate::session::Session>],
+) -> std::io::Result<File> {
+    use std::io::Write;
+    let file = exec::state_file()?;
+    let mut writer = std::io::BufWriter::with_capacity(1 << 16, &file);
+    writer.write_all(&state::header(state))?;
+    for session in held {
+        session.write_scrollback(&mut writer)?;
+    }
+    writer.flush()?;
+    drop(writer);
+    exec::seal(&file)?;
+    Ok(file)
 }
 
 /// This image's arguments, without the flags of a restore.

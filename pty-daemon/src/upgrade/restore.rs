@@ -6,9 +6,10 @@
 //! An image that is itself such a rollback has nothing to go back to.
 
 use std::ffi::OsString;
-use std::os::fd::{BorrowedFd, RawFd};
+use std::fs::File;
+use std::os::fd::{FromRawFd, RawFd};
 
-use crate::upgrade::state::{self, pb::DaemonState};
+use crate::upgrade::state::{self, Rings, pb::DaemonState};
 use crate::upgrade::{ROLLBACK_FLAG, exec};
 
 /// Where a restoring image finds what it takes over.
@@ -23,20 +24,22 @@ pub struct Handover {
 }
 
 impl Handover {
-    /// The state handed on; goes back to the previous image if it cannot
-    /// be read.
-    pub fn read(self) -> DaemonState {
-        // SAFETY: the previous image kept it open for us.
-        let fd = unsafe { BorrowedFd::borrow_raw(self.state_fd) };
-        let read = exec::read_state(fd)
-            .map_err(|error| format!("reading the state: {error}"))
-            .and_then(|bytes| state::decode(&bytes).map_err(|error| error.to_string()));
+    /// The state handed on, and the rings after it; goes back to the
+    /// previous image if it cannot be read.
+    pub fn read(self) -> (DaemonState, Rings) {
+        let reading = std::time::Instant::now();
+        // SAFETY: the previous image kept it open for this one, which owns
+        // it now. It stays open while the rings are read, and so across a
+        // rollback's exec.
+        let file = unsafe { File::from_raw_fd(self.state_fd) };
+        let read = state::read(file);
+        tracing::debug!(took = ?reading.elapsed(), "read the state handed on");
         match read {
             Ok(_) if self.refused_for_tests() => {
                 self.roll_back("refusing to restore (HOLDFAST_TEST_REFUSE_RESTORE)")
             }
-            Ok(state) => state,
-            Err(why) => self.roll_back(&why),
+            Ok(read) => read,
+            Err(error) => self.roll_back(&error.to_string()),
         }
     }
 
@@ -69,12 +72,10 @@ impl Handover {
                 .unwrap_or(false)
     }
 
-    /// Closes what only the switch needed: the state file and the previous
-    /// image's executable.
+    /// Closes the previous image's executable, which only a rollback needed
+    /// (the state file closes with its rings).
     pub fn finish(self) {
-        for fd in [self.state_fd, self.previous_fd] {
-            // SAFETY: both were kept open for this image, which owns them.
-            drop(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
-        }
+        // SAFETY: it was kept open for this image, which owns it.
+        drop(unsafe { File::from_raw_fd(self.previous_fd) });
     }
 }

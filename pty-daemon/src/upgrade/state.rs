@@ -1,10 +1,14 @@
 //! The state format an image hands to the next in an upgrade.
 //!
 //! It is `holdfast.daemon.state.v1` (proto/holdfast/daemon/state/v1), in a
-//! sealed memfd. Format N+1 reads format N; a reader refuses a format newer
-//! than it knows, and the previous image then goes on.
+//! sealed memfd: the message's length, the message, then every session's
+//! scrollback raw. Format N+1 reads format N; a reader refuses a format
+//! newer than it knows, and the previous image then goes on.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 
 use prost::Message;
 
@@ -29,9 +33,56 @@ pub enum StateError {
     /// A format this image does not know.
     #[error("the state is format {0}; this daemon reads formats {READABLE_FORMATS:?}")]
     UnknownFormat(u32),
+    /// The file could not be read whole.
+    #[error("reading the state file: {0}")]
+    Io(#[from] std::io::Error),
+    /// A message length no file of this machine can hold.
+    #[error("the state claims a message of {0} bytes")]
+    TooLarge(u64),
 }
 
-/// Reads a state, refusing a format this image does not know.
+/// The file's beginning: the message's length, then the message.
+pub fn header(state: &pb::DaemonState) -> Vec<u8> {
+    let message = state.encode_to_vec();
+    let mut header = (message.len() as u64).to_le_bytes().to_vec();
+    header.extend_from_slice(&message);
+    header
+}
+
+/// Reads a state file: its message, and a reader of the rings after it.
+pub fn read(file: File) -> Result<(pb::DaemonState, Rings), StateError> {
+    let mut length = [0; 8];
+    file.read_exact_at(&mut length, 0)?;
+    let length = u64::from_le_bytes(length);
+    let mut message = vec![0; usize::try_from(length).map_err(|_| StateError::TooLarge(length))?];
+    file.read_exact_at(&mut message, 8)?;
+    let state = decode(&message)?;
+    Ok((
+        state,
+        Rings {
+            file,
+            position: 8 + length,
+        },
+    ))
+}
+
+/// The rings after a state's message, read in session order.
+pub struct Rings {
+    file: File,
+    position: u64,
+}
+
+impl Rings {
+    /// The next session's ring, `len` bytes.
+    pub fn next(&mut self, len: u64) -> std::io::Result<Vec<u8>> {
+        let mut ring = vec![0; usize::try_from(len).map_err(std::io::Error::other)?];
+        self.file.read_exact_at(&mut ring, self.position)?;
+        self.position += len;
+        Ok(ring)
+    }
+}
+
+/// Reads a state message, refusing a format this image does not know.
 pub fn decode(bytes: &[u8]) -> Result<pb::DaemonState, StateError> {
     let state = pb::DaemonState::decode(bytes)?;
     if !READABLE_FORMATS.contains(&state.format) {
