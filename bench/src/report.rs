@@ -94,7 +94,7 @@ impl Figure {
     }
 }
 
-fn micros(d: Duration) -> String {
+pub fn micros(d: Duration) -> String {
     let us = d.as_secs_f64() * 1e6;
     if us >= 10_000.0 {
         format!("{:.1} ms", us / 1000.0)
@@ -117,6 +117,9 @@ pub struct Row {
     /// Whether the target is met, when there is one.
     pub met: Option<bool>,
     pub note: Option<String>,
+    /// The floor row this one is compared with, by subject; the
+    /// scenario's first comparable floor when none is named.
+    pub against: Option<String>,
 }
 
 impl Row {
@@ -134,6 +137,7 @@ impl Row {
             target: None,
             met: None,
             note: None,
+            against: None,
         }
     }
 
@@ -146,6 +150,12 @@ impl Row {
 
     pub fn note(mut self, text: impl Into<String>) -> Self {
         self.note = Some(text.into());
+        self
+    }
+
+    /// Compares this row with the floor row of this subject.
+    pub fn against(mut self, floor: impl Into<String>) -> Self {
+        self.against = Some(floor.into());
         self
     }
 }
@@ -167,8 +177,14 @@ impl Report {
         if row.role != Role::Holdfast {
             return None;
         }
+        let named = |r: &Row| {
+            role != Role::Floor || row.against.as_ref().is_none_or(|floor| *floor == r.subject)
+        };
         let other = self.rows.iter().find(|r| {
-            r.scenario == row.scenario && r.role == role && r.figure.comparable(&row.figure)
+            r.scenario == row.scenario
+                && r.role == role
+                && r.figure.comparable(&row.figure)
+                && named(r)
         })?;
         let (mine, theirs) = (row.figure.headline(), other.figure.headline());
         (theirs > 0.0).then(|| mine / theirs)

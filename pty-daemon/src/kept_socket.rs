@@ -17,6 +17,7 @@ use std::time::Duration;
 use futures_util::Stream;
 use holdfast_plumbing::accept_backoff::AcceptBackoff;
 use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::watch;
 use tokio::time::{Interval, MissedTickBehavior};
 
 use crate::error::Error;
@@ -29,10 +30,13 @@ const CHECK_EVERY: Duration = Duration::from_secs(1);
 ///
 /// `listener` is that listener, registered with the runtime. The socket is
 /// bound again whenever its file is found removed. The stream never ends
-/// and never yields an error.
+/// and never yields an error. While `paused` is true nothing is accepted:
+/// during an upgrade, new clients wait in the backlog for the next image,
+/// rather than be refused by this one.
 pub fn incoming(
     socket: Arc<Mutex<ClaimedSocket>>,
     listener: UnixListener,
+    paused: watch::Receiver<bool>,
 ) -> impl Stream<Item = std::io::Result<UnixStream>> + Send + 'static {
     let mut check = tokio::time::interval(CHECK_EVERY);
     check.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -42,6 +46,7 @@ pub fn incoming(
         check,
         backoff: AcceptBackoff::default(),
         lost: false,
+        paused: Some(paused),
     };
     futures_util::stream::unfold(keeper, |mut keeper| async move {
         let connection = keeper.next().await;
@@ -56,11 +61,28 @@ struct Keeper {
     backoff: AcceptBackoff,
     /// Whether the path was found taken by another file, reported once.
     lost: bool,
+    /// True while accepting pauses; `None` once nothing can pause it.
+    paused: Option<watch::Receiver<bool>>,
 }
 
 impl Keeper {
     async fn next(&mut self) -> UnixStream {
         loop {
+            if let Some(paused) = &mut self.paused
+                && *paused.borrow_and_update()
+            {
+                if paused.wait_for(|paused| !paused).await.is_err() {
+                    self.paused = None;
+                }
+                continue;
+            }
+            let pausing = async {
+                match &mut self.paused {
+                    // False once nothing can pause it any more.
+                    Some(paused) => paused.changed().await.is_ok(),
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 accepted = self.listener.accept() => {
                     if let Some((connection, _)) = self.backoff.accepted(accepted).await {
@@ -70,6 +92,11 @@ impl Keeper {
                 _ = self.check.tick() => {
                     self.keep();
                     crate::log_file::keep();
+                }
+                can_pause = pausing => {
+                    if !can_pause {
+                        self.paused = None;
+                    }
                 }
             }
         }

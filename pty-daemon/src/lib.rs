@@ -73,7 +73,6 @@ pub async fn run(
         .map_err(|error| Error::io("cloning the listener", error))
         .and_then(kept_socket::register)?;
     let socket = Arc::new(Mutex::new(socket));
-    let incoming = kept_socket::incoming(Arc::clone(&socket), listener);
     // Installed before the first connection is accepted. A SIGTERM from a
     // client that saw the daemon answer must stop it cleanly, never by the
     // default action. A test once hit that window.
@@ -82,6 +81,7 @@ pub async fn run(
     let mut interrupt = signal(SignalKind::interrupt())
         .map_err(|error| Error::io("installing the SIGINT handler", error))?;
     let registry = Arc::new(Registry::new(settings, terminals));
+    let restored = restoring.is_some();
     let history = match restoring {
         Some((handover, state, rings)) => restore(&registry, handover, state, rings),
         None => History::default(),
@@ -92,6 +92,7 @@ pub async fn run(
         started_at,
         history,
     ));
+    let incoming = kept_socket::incoming(Arc::clone(&socket), listener, upgrader.upgrading());
     let mut upgrade_signal = signal(SignalKind::user_defined2())
         .map_err(|error| Error::io("installing the SIGUSR2 handler", error))?;
 
@@ -100,6 +101,10 @@ pub async fn run(
     let mut server = tokio::spawn(server::serve(incoming, service, async {
         let _ = stopped.await;
     }));
+    if restored {
+        // Serving first: a list needs the sessions, not their drivers.
+        registry.resume();
+    }
     let path = socket
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -166,6 +171,9 @@ fn restore(
         unsafe { registry.restore(state.sessions, &mut rings, generation) }
     }));
     match restored {
+        Ok(Ok(())) if handover.refused_for_tests() => {
+            handover.roll_back("refusing to restore (HOLDFAST_TEST_REFUSE_RESTORE)")
+        }
         Ok(Ok(())) => {}
         Ok(Err(error)) => handover.roll_back(&error.to_string()),
         Err(_) => handover.roll_back("restoring panicked"),

@@ -62,15 +62,10 @@ impl ClaimedSocket {
     ) -> Result<Self> {
         use std::os::fd::FromRawFd;
         // SAFETY: as the caller promises.
+        // Both stay open across exec until the restore is done: a rollback
+        // hands them to the previous image again (`Handover::finish`).
         let (listener, lock) =
             unsafe { (UnixListener::from_raw_fd(listener), File::from_raw_fd(lock)) };
-        for fd in [
-            std::os::fd::AsFd::as_fd(&listener),
-            std::os::fd::AsFd::as_fd(&lock),
-        ] {
-            rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::CLOEXEC)
-                .map_err(|error| Error::io("closing the socket on exec again", error))?;
-        }
         let file = FileId::of_path(&path)
             .map_err(|error| Error::io(format!("reading {}", path.display()), error))?;
         Ok(Self {

@@ -117,7 +117,7 @@ impl PtyDaemon for DaemonService {
         let first = pb::StartResponse {
             event: Some(E::Started(started(&session)?)),
         };
-        let events = attach_events(session, cursor, self.upgrader.upgrading()).map(|event| {
+        let events = attach_events(session, cursor, self.upgrader.leaving()).map(|event| {
             event.map(|attach| pb::StartResponse {
                 event: Some(E::Attach(attach)),
             })
@@ -211,7 +211,7 @@ impl PtyDaemon for DaemonService {
             Response::new(Box::pin(attach_events(
                 session,
                 cursor,
-                self.upgrader.upgrading(),
+                self.upgrader.leaving(),
             ))),
             Some(live_from),
         ))
@@ -386,28 +386,30 @@ fn started(session: &Session) -> Result<pb::Session, Status> {
 /// A session's events from `cursor` on, as `Attach` streams them.
 ///
 /// An upgrade ends the stream with UNAVAILABLE, saying where to attach
-/// again: the offset after the last byte sent.
+/// again: the offset after the last byte sent. It ends once the sessions
+/// are frozen, so a client that keeps up has had every byte before the
+/// switch.
 fn attach_events(
     session: Arc<Session>,
     cursor: Cursor,
-    upgrading: watch::Receiver<bool>,
+    leaving: watch::Receiver<bool>,
 ) -> impl Stream<Item = Result<pb::AttachResponse, Status>> + Send + use<> {
     let changes = session.changes();
     futures_util::stream::unfold(
-        Some((session, cursor, changes, upgrading)),
+        Some((session, cursor, changes, leaving)),
         |state| async move {
-            let (session, mut cursor, mut changes, mut upgrading) = state?;
+            let (session, mut cursor, mut changes, mut leaving) = state?;
             let event = tokio::select! {
                 biased;
                 event = session.next_event(&mut cursor, &mut changes) => event?,
-                true = became_true(&mut upgrading) => {
+                true = became_true(&mut leaving) => {
                     let resume = format!("; attach again from offset {}", cursor.offset());
                     return Some((Err(Error::Upgrading { resume }.into()), None));
                 }
             };
             Some((
                 Ok(event_to_proto(event)),
-                Some((session, cursor, changes, upgrading)),
+                Some((session, cursor, changes, leaving)),
             ))
         },
     )

@@ -1,9 +1,14 @@
 //! The upgrade state format stays readable.
 //!
-//! `golden/state-v1.bin` is a state of format 1 as this daemon writes it,
-//! committed. A later daemon must still restore it: a change that breaks
-//! restoring an older daemon's state fails here. It was written by this
-//! test with `HOLDFAST_WRITE_GOLDEN=1`; never write it again for format 1.
+//! `golden/state-vN.bin` is a state of format N as a daemon of that format
+//! writes it, committed. A later daemon must still restore each: a change
+//! that breaks restoring an older daemon's state fails here. Each was
+//! written by this test with `HOLDFAST_WRITE_GOLDEN=N`, once; never write
+//! one again.
+//!
+//! Format 2 keeps each ring in a memfd named by the message. A file cannot
+//! carry a descriptor, so the golden one has its rings after the message,
+//! as format 2 also allows; the upgrade tests hand real memfds over.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,13 +21,14 @@ use pty_daemon::upgrade::state::{self, pb};
 /// Each golden session's scrollback, after the message in the file.
 const RING: &[u8] = b"hi\r\nthere\r\n";
 
-fn golden_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/state-v1.bin")
+fn golden_path(format: u32) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/golden/state-v{format}.bin"))
 }
 
-/// The state the golden file holds: two exited sessions (no descriptors,
-/// so the file restores anywhere), one with input and output of its own.
-fn golden_state() -> pb::DaemonState {
+/// The state a golden file of `format` holds: two exited sessions (no
+/// descriptors, so the file restores anywhere), one with input and output
+/// of its own.
+fn golden_state(format: u32) -> pb::DaemonState {
     let exited = |id: &str, code| pb::Session {
         session_id: id.into(),
         pid: 4242,
@@ -44,9 +50,11 @@ fn golden_state() -> pb::DaemonState {
             at_unix_micros: 1_765_000_001_000_000,
         }),
         exited_at_boot_micros: 5_000_000,
+        scrollback_fd: None,
+        scrollback_capacity: if format >= 2 { 1 << 20 } else { 0 },
     };
     pb::DaemonState {
-        format: 1,
+        format,
         version: "0.1.0".into(),
         started_at_unix_micros: 1_764_999_000_000_000,
         generation: 77,
@@ -63,17 +71,28 @@ fn golden_state() -> pb::DaemonState {
 
 #[test]
 fn the_format_1_golden_state_restores() {
-    if std::env::var_os("HOLDFAST_WRITE_GOLDEN").is_some() {
-        let golden = golden_state();
+    restores(1);
+}
+
+#[test]
+fn the_format_2_golden_state_restores() {
+    restores(2);
+}
+
+/// Restores the golden state of `format` and checks what it holds.
+fn restores(format: u32) {
+    let asked = std::env::var("HOLDFAST_WRITE_GOLDEN").ok();
+    if asked.as_deref() == Some(format.to_string().as_str()) {
+        let golden = golden_state(format);
         let mut file = state::header(&golden);
         for _ in &golden.sessions {
             file.extend_from_slice(RING);
         }
-        std::fs::write(golden_path(), file).expect("write the golden state");
+        std::fs::write(golden_path(format), file).expect("write the golden state");
     }
-    let file = std::fs::File::open(golden_path()).expect("the golden state is committed");
-    let (decoded, mut rings) = state::read(file).expect("format 1 is readable");
-    assert_eq!(decoded, golden_state());
+    let file = std::fs::File::open(golden_path(format)).expect("the golden state is committed");
+    let (decoded, mut rings) = state::read(file).expect("the format is readable");
+    assert_eq!(decoded, golden_state(format));
 
     let terminals = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

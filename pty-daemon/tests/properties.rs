@@ -102,7 +102,7 @@ proptest! {
             0..60,
         ),
     ) {
-        let mut ring = Scrollback::new(capacity);
+        let mut ring = Scrollback::new(capacity).expect("a ring");
         let mut history: Vec<u8> = Vec::new();
         for op in ops {
             match op {

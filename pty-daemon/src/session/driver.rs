@@ -23,18 +23,13 @@ impl Session {
         master: Option<Arc<AsyncFd<OwnedFd>>>,
         pidfd: AsyncFd<OwnedFd>,
         exits: broadcast::Sender<ExitNotice>,
-    ) -> Driven {
+    ) {
         // A session resumed after its terminal was closed has none to read.
         let mut reading = master.is_some();
         // Set while reading waits for a slow attacher.
         let mut paused = false;
-        let mut frozen = self.frozen.clone();
         loop {
             tokio::select! {
-                biased;
-                // Before any read: once frozen, nothing more is taken from
-                // the terminal, so the state handed on is the whole of it.
-                true = became_true(&mut frozen) => return Driven::Frozen,
                 ready = readable(master.as_deref()), if reading && !paused => match ready {
                     Ok(mut ready) => match self.read_some(ready.get_inner()) {
                         Ok(ReadOutcome::Drained) => ready.clear_ready(),
@@ -95,7 +90,6 @@ impl Session {
         });
         self.exited.send_replace(true);
         self.changes.send_replace(());
-        Driven::Exited
     }
 
     /// Waits until no attacher that reading waits for is over half the ring

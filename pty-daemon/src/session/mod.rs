@@ -291,19 +291,12 @@ pub struct Session {
     /// From then on the terminal is not hung up, which would lose that last
     /// output.
     leader_exited: AtomicBool,
-    /// Becomes true when the daemon freezes its sessions for an upgrade:
-    /// reading and writing the terminal stop, so its state can be handed
-    /// on whole.
+    /// Becomes true when the daemon freezes its sessions for an upgrade.
+    ///
+    /// Input then stops: a write is refused and waiting input stays
+    /// waiting, so the state handed on is whole. (Output stops because
+    /// the terminals' thread is held, `Registry::hold_terminals`.)
     frozen: watch::Receiver<bool>,
-}
-
-/// How a session's driver ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Driven {
-    /// The program exited and its exit is recorded.
-    Exited,
-    /// The daemon froze its sessions; the program runs on.
-    Frozen,
 }
 
 impl Session {
@@ -326,7 +319,11 @@ impl Session {
         settings: &SessionSettings,
         exits: broadcast::Sender<ExitNotice>,
         (generation, frozen): (Generation, watch::Receiver<bool>),
-    ) -> Result<(Arc<Self>, impl Future<Output = Driven> + Send + 'static)> {
+    ) -> Result<(Arc<Self>, impl Future<Output = ()> + Send + 'static)> {
+        let scrollback = Scrollback::new(settings.scrollback_bytes).map_err(|error| {
+            crate::spawn::end_unwatched(spawned.pid);
+            Error::io("making the session's scrollback", error)
+        })?;
         let registered = register(spawned.master, Interest::READABLE | Interest::WRITABLE)
             .and_then(|master| Ok((master, register(spawned.pidfd, Interest::READABLE)?)));
         let (master, pidfd) = registered.map_err(|error| {
@@ -343,7 +340,7 @@ impl Session {
             held_when_closed: AtomicBool::new(false),
             input: Mutex::new(InputQueue::default()),
             state: Mutex::new(State {
-                scrollback: Scrollback::new(settings.scrollback_bytes),
+                scrollback,
                 titles: TitleTracker::new(),
                 title: String::new(),
                 title_version: 0,
@@ -439,6 +436,10 @@ impl Session {
         // resize is half way through when the terminal goes.
         let mut input = self.input();
         let _state = self.state();
+        if *self.frozen.borrow() {
+            // The state handed on names this terminal's descriptor.
+            return Err(io::Error::other("the daemon is upgrading; try again"));
+        }
         if self.leader_exited.load(Ordering::Acquire) {
             return Ok(false);
         }
@@ -540,6 +541,13 @@ impl Session {
     /// already.
     pub fn write(self: &Arc<Self>, data: &[u8]) -> Result<()> {
         let mut input = self.input();
+        if *self.frozen.borrow() {
+            // Checked under the input lock, which the state handed on is
+            // read under: a write either is in it or is refused.
+            return Err(Error::Upgrading {
+                resume: String::new(),
+            });
+        }
         if *self.exited.borrow() {
             return Err(Error::SessionExited(self.id.clone()));
         }
@@ -599,8 +607,10 @@ impl Session {
         let mut frozen = self.frozen.clone();
         loop {
             if *frozen.borrow_and_update() {
-                // What waits is handed on; the next image drains it.
-                return;
+                // What waits is handed on. The next image drains it, or
+                // this one once the upgrade is called off.
+                let _ = frozen.changed().await;
+                continue;
             }
             if *exited.borrow_and_update() {
                 self.input().clear();
@@ -655,6 +665,12 @@ impl Session {
     /// `redraw` it is sent anyway.
     pub fn resize(&self, cols: u16, rows: u16, redraw: bool) -> Result<()> {
         let mut state = self.state();
+        if *self.frozen.borrow() {
+            // Under the state lock, as the state handed on is read.
+            return Err(Error::Upgrading {
+                resume: String::new(),
+            });
+        }
         if state.exit.is_some() {
             return Err(Error::SessionExited(self.id.clone()));
         }

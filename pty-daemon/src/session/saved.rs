@@ -17,9 +17,8 @@ use crate::upgrade::state::{self, pb as saved};
 impl Session {
     /// The session as the state format holds it.
     ///
-    /// Call only once its driver has stopped (frozen or exited). Its
-    /// terminal's descriptor is named, not closed: the caller keeps it open
-    /// across the exec.
+    /// Call only while frozen. Its terminal's and its ring's descriptors are
+    /// named, not closed: the caller keeps them open across the exec.
     pub fn snapshot(&self) -> saved::Session {
         let fixed = holdfast_api::proto::daemon::v1::Session::decode(self.listing.as_ref())
             .unwrap_or_default();
@@ -42,6 +41,8 @@ impl Session {
             leader_exited: self.leader_exited.load(Ordering::Acquire),
             scrollback_start: state.scrollback.start_offset(),
             scrollback_len: state.scrollback.len() as u64,
+            scrollback_fd: Some(state.scrollback.file().as_raw_fd()),
+            scrollback_capacity: state.scrollback.capacity() as u64,
             input_waiting: self.input().contents(),
             exit: state.exit.map(|exit| saved::Exit {
                 code: exit.code,
@@ -55,29 +56,21 @@ impl Session {
         }
     }
 
-    /// Writes the scrollback that [`Session::snapshot`] counted to `file`.
+    /// The session `saved` describes, its terminal the descriptor it names.
     ///
-    /// Call only while frozen, as for the snapshot: the ring must not move.
-    pub fn write_scrollback(&self, file: &mut impl std::io::Write) -> io::Result<()> {
-        let state = self.state();
-        let (front, back) = state.scrollback.as_slices();
-        file.write_all(front)?;
-        file.write_all(back)
-    }
-
-    /// The session `saved` describes, its terminal the descriptor it names
-    /// and `ring` its scrollback.
-    ///
-    /// Must run inside the runtime that is to read the terminal. Call
-    /// [`Session::resume`] once the session is findable.
+    /// Its scrollback is the memfd it names, or else `trailing`, the bytes
+    /// that followed the message. Must run inside the runtime that is to
+    /// read the terminal. Call [`Session::resume`] once the session is
+    /// findable.
     ///
     /// # Safety
     ///
-    /// `saved.master_fd`, unless -1, must be an open descriptor that
-    /// nothing else owns: the session takes it over.
+    /// `saved.master_fd`, unless -1, and `saved.scrollback_fd`, if set,
+    /// must be open descriptors that nothing else owns: the session takes
+    /// them over.
     pub unsafe fn restore(
         saved: saved::Session,
-        ring: Vec<u8>,
+        trailing: Option<Vec<u8>>,
         settings: &SessionSettings,
         (generation, frozen): (Generation, watch::Receiver<bool>),
     ) -> Result<Arc<Self>> {
@@ -86,12 +79,10 @@ impl Session {
         let master = match saved.master_fd {
             -1 => None,
             fd => {
-                // SAFETY: the caller hands the descriptor over.
+                // SAFETY: the caller hands the descriptor over. It stays
+                // open across exec until the restore is done
+                // (`Handover::finish`).
                 let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-                // Kept open across the exec; programs spawned from now on
-                // must not inherit it.
-                rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC)
-                    .map_err(|error| Error::io("restoring a terminal", io::Error::from(error)))?;
                 let master = register(fd, Interest::READABLE | Interest::WRITABLE)
                     .map_err(|error| Error::io("registering a restored terminal", error))?;
                 Some(Arc::new(master))
@@ -110,8 +101,20 @@ impl Session {
             signal: exit.signal,
             at: state::from_micros(exit.at_unix_micros),
         });
-        let scrollback =
-            Scrollback::restored(settings.scrollback_bytes, saved.scrollback_start, ring);
+        let start = saved.scrollback_start;
+        let scrollback = match (saved.scrollback_fd, trailing) {
+            (_, Some(bytes)) => Scrollback::restored(settings.scrollback_bytes, start, &bytes),
+            (Some(fd), None) => {
+                // SAFETY: the caller hands the descriptor over; as the
+                // terminal's, it stays open across exec for now.
+                let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+                let capacity = usize::try_from(saved.scrollback_capacity).unwrap_or(0);
+                let end = start.saturating_add(saved.scrollback_len);
+                Scrollback::adopt(fd, capacity, (start, end), settings.scrollback_bytes)
+            }
+            (None, None) => Scrollback::new(settings.scrollback_bytes),
+        }
+        .map_err(|error| Error::io("restoring a session's scrollback", error))?;
         let produced = scrollback.end_offset();
         let mut input = InputQueue::default();
         // At most what was admitted before, so it fits.
@@ -162,7 +165,7 @@ impl Session {
     pub fn resume(
         self: &Arc<Self>,
         exits: broadcast::Sender<ExitNotice>,
-    ) -> Result<Option<impl Future<Output = Driven> + Send + 'static>> {
+    ) -> Result<Option<impl Future<Output = ()> + Send + 'static>> {
         if self.exit_status().is_some() {
             return Ok(None);
         }

@@ -29,6 +29,31 @@ pub fn seal(file: &File) -> io::Result<()> {
     Ok(())
 }
 
+/// Sets close-on-exec on every descriptor above stdio.
+pub fn close_all_on_exec() {
+    // SAFETY: it only sets a flag on descriptors, closing none.
+    let marked = unsafe { libc::close_range(3, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC as _) };
+    if marked == 0 {
+        return;
+    }
+    // Before Linux 5.11: one at a time.
+    let Ok(open) = std::fs::read_dir("/proc/self/fd") else {
+        tracing::error!("cannot list this process's descriptors to close them on exec");
+        return;
+    };
+    for fd in open
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<RawFd>().ok())
+    {
+        if fd > 2 {
+            // SAFETY: only a flag is set, on a descriptor that may have
+            // closed since it was listed (the call then fails harmlessly).
+            let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+            let _ = rustix::io::fcntl_setfd(fd, FdFlags::CLOEXEC);
+        }
+    }
+}
+
 /// Keeps `fd` open across exec (`keep`), or closes it there again.
 pub fn keep_across_exec(fd: impl AsFd, keep: bool) -> io::Result<()> {
     let flags = if keep {

@@ -18,7 +18,7 @@ pub mod state;
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -31,10 +31,13 @@ use crate::listener::ClaimedSocket;
 use crate::registry::Registry;
 use crate::version::version;
 
-/// How long the streams' goodbyes get to leave before the sessions freeze.
-const GOODBYE: Duration = Duration::from_millis(5);
+/// How long the streams' goodbyes get to leave before the exec.
+///
+/// A goodbye lost in the exec costs a client nothing: its connection is
+/// cut instead, and it attaches again from the same offset.
+const GOODBYE: Duration = Duration::from_millis(2);
 
-/// How long a freeze waits for every session's reading to stop.
+/// How long a freeze waits for spawns under way.
 const FREEZE_PATIENCE: Duration = Duration::from_secs(2);
 
 /// The flag naming the state file of a restoring image.
@@ -68,6 +71,13 @@ pub struct Upgrader {
     args: Vec<OsString>,
     /// True from the moment work stops until the exec, or its failure.
     upgrading: watch::Sender<bool>,
+    /// True once the state is written, until the exec or its failure: open
+    /// streams then end, saying where to attach again.
+    ///
+    /// Not sooner: a client attaching again would only be refused, over
+    /// and over, by the image that is busy handing on. Its streams stay
+    /// open, quiet, while the sessions are frozen.
+    leaving: watch::Sender<bool>,
     /// One upgrade at a time.
     busy: AtomicBool,
 }
@@ -108,6 +118,7 @@ impl Upgrader {
             executable,
             args: own_args(),
             upgrading: watch::Sender::new(false),
+            leaving: watch::Sender::new(false),
             busy: AtomicBool::new(false),
         }
     }
@@ -117,9 +128,14 @@ impl Upgrader {
         &self.history
     }
 
-    /// Becomes true while the daemon upgrades.
+    /// True while the daemon upgrades: it then accepts no connection.
     pub fn upgrading(&self) -> watch::Receiver<bool> {
         self.upgrading.subscribe()
+    }
+
+    /// Becomes true when open streams are to end, just before the exec.
+    pub fn leaving(&self) -> watch::Receiver<bool> {
+        self.leaving.subscribe()
     }
 
     /// Refuses a call while the daemon upgrades.
@@ -167,27 +183,37 @@ impl Upgrader {
     pub async fn switch(&self, checked: Checked) -> Error {
         let switch_started = SystemTime::now();
         self.upgrading.send_replace(true);
-        // A moment for the goodbyes to leave: each open stream's "attach
-        // again from offset N", and the Upgrade call's own answer.
-        tokio::time::sleep(GOODBYE).await;
-        match self.freeze_and_write(checked.program, switch_started).await {
-            Ok(prepared) => self.commit(prepared),
-            Err(error) => {
-                self.registry.thaw();
-                self.upgrading.send_replace(false);
-                self.busy.store(false, Ordering::Release);
-                error
+        let error = match self.freeze_and_write(checked.program, switch_started).await {
+            Ok((prepared, _held)) => {
+                // A moment for the goodbyes to leave: each open stream's
+                // "attach again from offset N". The terminals stay held
+                // until the exec.
+                let leaving = std::time::Instant::now();
+                self.leaving.send_replace(true);
+                match prepared.keep_across_exec() {
+                    Ok(()) => {
+                        tokio::time::sleep(GOODBYE.saturating_sub(leaving.elapsed())).await;
+                        self.commit(prepared)
+                    }
+                    Err(error) => error,
+                }
             }
-        }
+            Err(error) => error,
+        };
+        self.registry.thaw();
+        self.leaving.send_replace(false);
+        self.upgrading.send_replace(false);
+        self.busy.store(false, Ordering::Release);
+        error
     }
 
     async fn freeze_and_write(
         &self,
         program: PathBuf,
         switch_started: SystemTime,
-    ) -> Result<Prepared> {
+    ) -> Result<(Prepared, crate::registry::TerminalsHeld)> {
         let freezing = std::time::Instant::now();
-        self.registry.freeze(FREEZE_PATIENCE).await?;
+        let terminals = self.registry.freeze(FREEZE_PATIENCE).await?;
         let frozen = freezing.elapsed();
         let previous = File::open("/proc/self/exe")
             .map_err(|error| Error::io("opening this image's executable", error))?;
@@ -196,14 +222,12 @@ impl Upgrader {
             let (listener, lock) = socket.raw_fds();
             (listener, lock, socket.path.clone())
         };
-        let (held, sessions) = self.registry.snapshot();
+        let sessions = self.registry.snapshot();
         let mut kept = vec![listener_fd, lock_fd, previous.as_raw_fd()];
-        kept.extend(
-            sessions
-                .iter()
-                .map(|session| session.master_fd)
-                .filter(|fd| *fd >= 0),
-        );
+        kept.extend(sessions.iter().flat_map(|session| {
+            let master = (session.master_fd >= 0).then_some(session.master_fd);
+            master.into_iter().chain(session.scrollback_fd)
+        }));
         let state = state::pb::DaemonState {
             format: state::FORMAT,
             version: version().to_owned(),
@@ -218,16 +242,10 @@ impl Upgrader {
             upgrades: self.history.upgrades + 1,
             sessions,
         };
-        let state = write_state(&state, &held)
-            .map_err(|error| Error::io("writing the upgrade state", error))?;
+        let state =
+            write_state(&state).map_err(|error| Error::io("writing the upgrade state", error))?;
         tracing::info!(freeze = ?frozen, state_bytes = state.metadata().map_or(0, |meta| meta.len()), written = ?freezing.elapsed() - frozen, "state handed on");
         kept.push(state.as_raw_fd());
-        for fd in &kept {
-            // SAFETY: each is open for as long as the prepared switch lives.
-            let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(*fd) };
-            exec::keep_across_exec(fd, true)
-                .map_err(|error| Error::io("keeping a descriptor across exec", error))?;
-        }
         let mut argv = vec![OsString::from("pty-daemon")];
         argv.extend(self.args.iter().cloned());
         argv.extend([
@@ -236,47 +254,59 @@ impl Upgrader {
             PREVIOUS_FLAG.into(),
             previous.as_raw_fd().to_string().into(),
         ]);
-        Ok(Prepared {
-            program,
-            argv,
-            kept,
-            _state: state,
-            _previous: previous,
-        })
+        Ok((
+            Prepared {
+                program,
+                argv,
+                kept,
+                _state: state,
+                _previous: previous,
+            },
+            terminals,
+        ))
     }
 
-    /// Execs the prepared switch. Returns only if the exec failed: the
-    /// sessions are then thawed and the daemon goes on as it was.
+    /// Execs the prepared switch. Returns only if the exec failed, with the
+    /// descriptors closed on exec again.
     fn commit(&self, prepared: Prepared) -> Error {
         let error = exec::exec(&prepared.program, &prepared.argv);
         tracing::error!(%error, program = %prepared.program.display(), "the exec failed; going on as before");
-        for fd in &prepared.kept {
-            // SAFETY: as in `freeze_and_write`; the switch still holds them.
-            let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(*fd) };
-            let _ = exec::keep_across_exec(fd.as_fd(), false);
-        }
-        self.registry.thaw();
-        self.upgrading.send_replace(false);
-        self.busy.store(false, Ordering::Release);
+        prepared.close_on_exec();
         Error::UpgradeRefused(format!("executing {}: {error}", prepared.program.display()))
     }
 }
 
-/// The sealed state file: the message, then every ring, in the order of
-/// the message's sessions.
-fn write_state(
-    state: &state::pb::DaemonState,
-    held: &[Arc<crate::session::Session>],
-) -> std::io::Result<File> {
-    use std::io::Write;
-    let file = exec::state_file()?;
-    let mut writer = std::io::BufWriter::with_capacity(1 << 16, &file);
-    writer.write_all(&state::header(state))?;
-    for session in held {
-        session.write_scrollback(&mut writer)?;
+impl Prepared {
+    /// Clears close-on-exec on every descriptor the next image takes over;
+    /// sets it again on all of them if one fails.
+    fn keep_across_exec(&self) -> Result<()> {
+        for fd in &self.kept {
+            // SAFETY: each is open for as long as the prepared switch lives.
+            let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(*fd) };
+            if let Err(error) = exec::keep_across_exec(fd, true) {
+                self.close_on_exec();
+                return Err(Error::io("keeping a descriptor across exec", error));
+            }
+        }
+        Ok(())
     }
-    writer.flush()?;
-    drop(writer);
+
+    /// Sets close-on-exec again on every descriptor: no exec follows.
+    fn close_on_exec(&self) {
+        for fd in &self.kept {
+            // SAFETY: as in `keep_across_exec`.
+            let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(*fd) };
+            let _ = exec::keep_across_exec(fd, false);
+        }
+    }
+}
+
+/// The sealed state file. Every ring stays in its own memfd, so it holds
+/// the message alone.
+fn write_state(state: &state::pb::DaemonState) -> std::io::Result<File> {
+    use std::io::Write;
+    let mut file = exec::state_file()?;
+    file.write_all(&state::header(state))?;
     exec::seal(&file)?;
     Ok(file)
 }

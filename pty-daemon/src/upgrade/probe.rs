@@ -28,6 +28,36 @@ pub fn answer(version: &str) -> String {
     format!("{MAGIC} {version} formats {}", formats.join(","))
 }
 
+/// Whether `child` exits within `patience`.
+///
+/// It waits on a pidfd, so the answer comes the moment the child exits;
+/// polling would add half its interval to every upgrade.
+fn exits_within(child: &std::process::Child, patience: Duration) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    use rustix::process::{Pid, PidfdFlags};
+    let Some(pid) = i32::try_from(child.id()).ok().and_then(Pid::from_raw) else {
+        return false;
+    };
+    let Ok(pidfd) = rustix::process::pidfd_open(pid, PidfdFlags::empty()) else {
+        return false;
+    };
+    let deadline = Instant::now() + patience;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let timeout = Timespec::try_from(left).unwrap_or(Timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        });
+        let mut fds = [PollFd::new(&pidfd, PollFlags::IN)];
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(0) => return false,
+            Ok(_) => return true,
+            Err(rustix::io::Errno::INTR) if !left.is_zero() => {}
+            Err(_) => return false,
+        }
+    }
+}
+
 /// Runs `candidate` in probe mode; its version, if it can take over.
 pub fn check(candidate: &Path) -> Result<String, String> {
     let mut child = Command::new(candidate)
@@ -39,21 +69,17 @@ pub fn check(candidate: &Path) -> Result<String, String> {
         .stderr(Stdio::null())
         .spawn()
         .map_err(|error| format!("{} cannot be run: {error}", candidate.display()))?;
-    let deadline = Instant::now() + PATIENCE;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
-            Ok(None) | Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "{} did not answer the probe within {PATIENCE:?}",
-                    candidate.display()
-                ));
-            }
-        }
-    };
+    if !exits_within(&child, PATIENCE) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(format!(
+            "{} did not answer the probe within {PATIENCE:?}",
+            candidate.display()
+        ));
+    }
+    let status = child
+        .wait()
+        .map_err(|error| format!("waiting for the probe of {}: {error}", candidate.display()))?;
     let mut output = String::new();
     if let Some(stdout) = child.stdout.take() {
         let _ = stdout.take(4096).read_to_string(&mut output);

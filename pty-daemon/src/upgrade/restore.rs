@@ -34,13 +34,7 @@ impl Handover {
         let file = unsafe { File::from_raw_fd(self.state_fd) };
         let read = state::read(file);
         tracing::debug!(took = ?reading.elapsed(), "read the state handed on");
-        match read {
-            Ok(_) if self.refused_for_tests() => {
-                self.roll_back("refusing to restore (HOLDFAST_TEST_REFUSE_RESTORE)")
-            }
-            Ok(read) => read,
-            Err(error) => self.roll_back(&error.to_string()),
-        }
+        read.unwrap_or_else(|error| self.roll_back(&error.to_string()))
     }
 
     /// Goes back to the previous image with the same state. Never returns:
@@ -60,8 +54,9 @@ impl Handover {
     }
 
     /// Tests only: an image whose file name is `HOLDFAST_TEST_REFUSE_RESTORE`
-    /// refuses every state, as one with a bug in its restore would.
-    fn refused_for_tests(&self) -> bool {
+    /// fails every restore at its very end, as one with a bug in its
+    /// restore would: everything was taken over, and must go back whole.
+    pub fn refused_for_tests(&self) -> bool {
         let Some(refused) = std::env::var_os("HOLDFAST_TEST_REFUSE_RESTORE") else {
             return false;
         };
@@ -72,10 +67,17 @@ impl Handover {
                 .unwrap_or(false)
     }
 
-    /// Closes the previous image's executable, which only a rollback needed
-    /// (the state file closes with its rings).
+    /// Ends the handover once the restore is done.
+    ///
+    /// It closes the previous image's executable, which only a rollback
+    /// needed. Every descriptor kept across the exec (socket, terminals,
+    /// rings) is closed on exec again, so no program spawned from now on
+    /// inherits one. Until now a rollback's exec had to keep them. One
+    /// call marks them all: no descriptor of the daemon's above stdio is
+    /// meant for a child.
     pub fn finish(self) {
         // SAFETY: it was kept open for this image, which owns it.
         drop(unsafe { File::from_raw_fd(self.previous_fd) });
+        exec::close_all_on_exec();
     }
 }

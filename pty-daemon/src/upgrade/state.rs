@@ -1,8 +1,9 @@
 //! The state format an image hands to the next in an upgrade.
 //!
 //! It is `holdfast.daemon.state.v1` (proto/holdfast/daemon/state/v1), in a
-//! sealed memfd: the message's length, the message, then every session's
-//! scrollback raw. Format N+1 reads format N; a reader refuses a format
+//! sealed memfd: the message's length, then the message. Each session's
+//! scrollback stays in its own memfd (format 2); format 1 put the rings raw
+//! after the message. Format N+1 reads format N; a reader refuses a format
 //! newer than it knows, and the previous image then goes on.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -19,10 +20,10 @@ pub mod pb {
 }
 
 /// The format this image writes.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// The formats this image reads, oldest first.
-pub const READABLE_FORMATS: &[u32] = &[1];
+pub const READABLE_FORMATS: &[u32] = &[1, 2];
 
 /// Why a state cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -66,7 +67,8 @@ pub fn read(file: File) -> Result<(pb::DaemonState, Rings), StateError> {
     ))
 }
 
-/// The rings after a state's message, read in session order.
+/// The rings after a state's message, read in session order: those of
+/// sessions whose ring is not in a memfd of its own.
 pub struct Rings {
     file: File,
     position: u64,
