@@ -925,7 +925,7 @@ async fn closing_a_workspace_while_sessions_start_leaves_none_running() {
 async fn a_create_refused_by_its_row_never_starts_its_program() {
     use diesel::RunQueryDsl;
 
-    let home = HostHome::new();
+    let home = HostHome::sqlite();
     // A reaper that would not come by during the test.
     let mut host = home.start(&["--reap-interval-secs", "3600"]).await;
     let workspace = host.create_workspace("closing").await.workspace_id;
@@ -1160,7 +1160,7 @@ async fn a_reused_list_is_fresh_in_every_field() {
 
 #[tokio::test]
 async fn the_database_is_owner_only() {
-    let home = HostHome::new();
+    let home = HostHome::sqlite();
     let _host = home.start(&[]).await;
     let mode = |path: &std::path::Path| {
         std::fs::metadata(path).expect("stat").permissions().mode() & 0o777
@@ -1815,7 +1815,7 @@ async fn ended_by_the_reaper(
     deadline: i64,
 ) -> (Option<i32>, Option<i32>) {
     use diesel::RunQueryDsl;
-    let home = HostHome::new();
+    let home = HostHome::sqlite();
     let mut host = home.start(&["--reap-interval-secs", "1"]).await;
     let workspace = host.create_workspace("reaped").await.workspace_id;
     let session = host

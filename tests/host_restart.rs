@@ -154,7 +154,7 @@ async fn background_sessions_survive_host_restarts_in_every_list() {
 async fn a_create_whose_client_gave_up_still_finishes() {
     use diesel::RunQueryDsl;
 
-    let home = HostHome::new();
+    let home = HostHome::sqlite();
     let mut host = home.start(&["--reap-interval-secs", "1"]).await;
     let workspace = host.create_workspace("impatient").await.workspace_id;
     let daemon = hang_the_daemon(&home).await;
@@ -207,7 +207,7 @@ async fn a_create_whose_client_gave_up_still_finishes() {
 async fn a_running_session_recorded_as_ended_is_listed_again() {
     use diesel::RunQueryDsl;
 
-    let home = HostHome::new();
+    let home = HostHome::sqlite();
     let mut host = home.start(&[]).await;
     let kept = host.create_workspace("kept").await.workspace_id;
     let closed = host.create_workspace("closed").await.workspace_id;
@@ -252,7 +252,7 @@ async fn a_running_session_recorded_as_ended_is_listed_again() {
 async fn a_session_disposed_while_being_adopted_is_never_listed_again() {
     use diesel::RunQueryDsl;
 
-    let home = HostHome::new();
+    let home = HostHome::sqlite();
     let mut host = home.start(&[]).await;
     let workspace = host.create_workspace("racing").await.workspace_id;
     // It ignores the hang-up, so it outlives the dispose's kill by the
@@ -350,7 +350,7 @@ async fn a_session_disposed_while_being_adopted_is_never_listed_again() {
 async fn a_failing_database_degrades_lists_and_a_locked_one_is_unavailable() {
     use diesel::connection::SimpleConnection;
 
-    let home = HostHome::new();
+    let home = HostHome::sqlite();
     let mut host = home.start(&[]).await;
     let workspace = host.create_workspace("faulty").await.workspace_id;
     let session = host
@@ -428,7 +428,7 @@ async fn a_failing_database_degrades_lists_and_a_locked_one_is_unavailable() {
 async fn lists_do_not_wait_for_the_database_past_the_deadline() {
     use diesel::connection::SimpleConnection;
 
-    let home = HostHome::new();
+    let home = HostHome::sqlite();
     let mut host = home.start(&[]).await;
     let workspace = host.create_workspace("stuck").await.workspace_id;
     host.create_session(session_request(&workspace, &["sleep", "1000"]))
@@ -832,7 +832,7 @@ async fn the_crash_loop_breaker_stops_relaunching() {
 async fn a_crash_during_a_burst_of_creates_loses_nothing_acknowledged() {
     use diesel::RunQueryDsl;
 
-    let home = HostHome::new();
+    let home = HostHome::sqlite();
     let mut host = home.start(&[]).await;
     let workspace = host.create_workspace("burst").await.workspace_id;
     let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));

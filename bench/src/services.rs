@@ -60,6 +60,9 @@ where
 /// A temp dir with a daemon socket and a database.
 pub struct Home {
     pub dir: tempfile::TempDir,
+    /// The PostgreSQL database the host-services here use, if not the
+    /// SQLite file: made by [`Home::on_postgres`], dropped with the home.
+    pub postgres: Option<String>,
 }
 
 /// The daemon a host-service launched outlives the host: the home stops it
@@ -70,8 +73,17 @@ impl Drop for Home {
         for pid in holdfast_plumbing::proc_stat::daemons_serving(&self.socket()) {
             holdfast_plumbing::proc_stat::terminate(pid, Duration::from_secs(10));
         }
+        if let Some(name) = &self.postgres {
+            let _ = Command::new("dropdb")
+                .args(["-h", PG_HOST, "-U", PG_USER, "--force", name])
+                .status();
+        }
     }
 }
+
+/// The local PostgreSQL server (trust auth), as the tests use it.
+const PG_HOST: &str = "127.0.0.1";
+const PG_USER: &str = "postgres";
 
 impl Home {
     pub fn new() -> Result<Self> {
@@ -79,7 +91,30 @@ impl Home {
             dir: tempfile::Builder::new()
                 .prefix("holdfast-bench")
                 .tempdir()?,
+            postgres: None,
         })
+    }
+
+    /// A home whose host-services keep their rows in a new database of the
+    /// local PostgreSQL server (made with `createdb`).
+    pub fn on_postgres() -> Result<Self> {
+        let mut home = Self::new()?;
+        let name = format!("holdfast_bench_{}", uuid::Uuid::new_v4().simple());
+        let made = Command::new("createdb")
+            .args(["-h", PG_HOST, "-U", PG_USER, &name])
+            .status()
+            .context("running createdb (Debian's postgresql-client)")?;
+        anyhow::ensure!(made.success(), "createdb {name} on {PG_HOST}: {made}");
+        home.postgres = Some(name);
+        Ok(home)
+    }
+
+    /// What host-services here are given as `--database-url`.
+    pub fn database_url(&self) -> String {
+        match &self.postgres {
+            Some(name) => format!("postgres://{PG_USER}@{PG_HOST}:5432/{name}"),
+            None => self.database().display().to_string(),
+        }
     }
 
     pub fn socket(&self) -> PathBuf {
@@ -100,7 +135,7 @@ impl Home {
             .args(["--listen", listen, "--daemon-socket"])
             .arg(self.socket())
             .arg("--database-url")
-            .arg(self.database())
+            .arg(self.database_url())
             .args(["--daemon-bin"])
             .arg(&bins.pty_daemon)
             .args(extra)
@@ -293,6 +328,28 @@ impl Host {
             })
             .await?
             .into_inner())
+    }
+
+    /// Polls until a `SOURCE_COMPLETE` list of the workspace holds `count`
+    /// sessions.
+    pub async fn until_complete(&self, workspace_id: &str, count: usize) -> Result<()> {
+        poll("a complete list", || {
+            let mut terminals = self.terminals.clone();
+            let workspace_id = workspace_id.to_owned();
+            async move {
+                let list = terminals
+                    .list_sessions(pb::ListSessionsRequest {
+                        workspace_id,
+                        ..Default::default()
+                    })
+                    .await
+                    .ok()?
+                    .into_inner();
+                (list.source() == pb::Source::Complete && list.sessions.len() == count)
+                    .then_some(())
+            }
+        })
+        .await
     }
 
     /// SIGKILL, as a crash would, and reap.

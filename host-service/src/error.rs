@@ -19,6 +19,20 @@ pub enum Error {
     /// The session was disposed and is gone for good.
     #[error("session {0:?} was disposed")]
     SessionDisposed(String),
+    /// The session runs on another host-service sharing the database.
+    #[error(
+        "session {session_id:?} runs on host {host_name:?} ({host_id}); send the request to it at {address}"
+    )]
+    OnAnotherHost {
+        /// The session.
+        session_id: String,
+        /// The owning host's id.
+        host_id: String,
+        /// Its name.
+        host_name: String,
+        /// Where it is reached.
+        address: String,
+    },
     /// The session's program has exited, and the daemon has forgotten it.
     ///
     /// It takes no input or resize.
@@ -137,6 +151,16 @@ impl From<Error> for tonic::Status {
             Error::SessionDisposed(id) => {
                 refusal(Code::NotFound, Reason::SessionDisposed).about("sessionId", id)
             }
+            Error::OnAnotherHost {
+                session_id,
+                host_id,
+                host_name,
+                address,
+            } => refusal(Code::FailedPrecondition, Reason::SessionOnAnotherHost)
+                .about("sessionId", session_id)
+                .about("hostId", host_id)
+                .about("hostName", host_name)
+                .about("address", address),
             Error::WorkspaceClosed(id) => {
                 refusal(Code::FailedPrecondition, Reason::WorkspaceClosed).about("workspaceId", id)
             }
@@ -147,6 +171,10 @@ impl From<Error> for tonic::Status {
                 refusal(Code::Unavailable, Reason::DaemonUnavailable)
             }
             Error::Daemon(status) => from_daemon_refusal(&status, message),
+            Error::Store(error) if error.is_unreachable() => {
+                tracing::warn!(%error, "database unavailable");
+                refusal(Code::Unavailable, Reason::DatabaseUnavailable)
+            }
             Error::Store(error) if error.is_transient() => {
                 tracing::warn!(%error, "database busy");
                 refusal(Code::Unavailable, Reason::DatabaseBusy)

@@ -11,12 +11,15 @@ mod grpc;
 mod host;
 mod sessions;
 mod store;
+mod this_host;
 mod validate;
 
 pub use crate::daemon::supervisor::Launcher;
 pub use crate::grpc::access::Token;
 pub use crate::sessions::input::SessionInput;
+pub use crate::store::database::Database;
 pub use crate::store::{SessionRow, Store, StoreError, WorkspaceRow, micros};
+pub use crate::this_host::{HostIdentity, IdentityError};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -41,8 +44,8 @@ use crate::sessions::live_sessions::LiveSessionView;
 pub struct Config {
     /// Address to serve gRPC and grpc-web on.
     pub listen: SocketAddr,
-    /// The SQLite file.
-    pub database: PathBuf,
+    /// The database.
+    pub database: Database,
     /// The pty-daemon's socket.
     pub daemon_socket: PathBuf,
     /// How to start a daemon when none answers; `None` only adopts.
@@ -57,6 +60,10 @@ pub struct Config {
     pub cors_origins: Vec<String>,
     /// The bearer token every request must carry; required off loopback.
     pub auth_token: Option<Token>,
+    /// Who this host-service is, among those sharing the database.
+    pub host: HostIdentity,
+    /// Where clients and other hosts reach it; the bound address if none.
+    pub advertise: Option<String>,
 }
 
 /// Why the service could not start or stopped with an error.
@@ -80,6 +87,9 @@ pub enum StartError {
     /// A non-loopback address without a token.
     #[error(transparent)]
     Unprotected(#[from] grpc::access::UnprotectedListen),
+    /// This host's identity could not be had.
+    #[error(transparent)]
+    Identity(#[from] this_host::IdentityError),
     /// Signal handling could not be set up.
     #[error("installing signal handlers: {0}")]
     Signals(std::io::Error),
@@ -91,8 +101,10 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// Runs the service until SIGTERM or SIGINT. Never stops the daemon.
 pub async fn run(config: Config) -> Result<(), StartError> {
     let access = grpc::access::Policy::new(config.listen, config.auth_token.clone())?;
-    let store = Store::open(&config.database).await?;
-    tracing::info!(database = %config.database.display(), "database ready");
+    let store = Store::open(&config.database, &config.host.id).await?;
+    // Before anything reads the rows: those of no host are this one's.
+    let claimed = store.claim_unowned_sessions().await?;
+    tracing::info!(database = %config.database, backend = config.database.backend(), host_id = %config.host.id, host_name = %config.host.name, claimed, "database ready");
     let (reporter, health_service) = tonic_health::server::health_reporter();
     let memory = Arc::new(HeldSessions::default());
     let daemon_channel = holdfast_plumbing::daemon_client::connect_channel_lazy(
@@ -143,6 +155,12 @@ pub async fn run(config: Config) -> Result<(), StartError> {
             source,
         })?;
     let address = listener.local_addr().unwrap_or(config.listen);
+    let advertised = config
+        .advertise
+        .clone()
+        .unwrap_or_else(|| address.to_string());
+    store.register_host(config.host.row(&advertised)).await?;
+    let beating = store.clone();
     let live = LiveSessionView {
         store,
         memory,
@@ -167,6 +185,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     reporter.set_serving::<TerminalServiceServer<Host>>().await;
     background.spawn_loop(Arc::clone(&supervisor).run());
     background.spawn(Arc::clone(&reaper).run_every(config.reap_interval, background.stopped()));
+    background.spawn(this_host::beat(beating, background.stopped()));
     tracing::info!(%address, socket = %config.daemon_socket.display(), version = holdfast_api::VERSION, "host-service serving");
 
     // Both before serving. A signal sent once the service has answered must

@@ -6,13 +6,13 @@
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use host_service::Config;
 use host_service::Launcher;
+use host_service::{Config, Database, HostIdentity};
 
 /// The holdfast host-service: lists every live session of a workspace, from
 /// the pty-daemon and the database, across restarts.
@@ -22,10 +22,23 @@ struct Args {
     /// Address for gRPC and grpc-web. Loopback by default.
     #[arg(long, env = "HOLDFAST_LISTEN", default_value = "127.0.0.1:7077")]
     listen: SocketAddr,
-    /// SQLite database: a path or `sqlite://PATH` [default:
+    /// The database: an SQLite file (a path or `sqlite://PATH`) or a
+    /// PostgreSQL server (`postgres://USER:PASSWORD@HOST/DB`) [default:
     /// $XDG_DATA_HOME/holdfast/holdfast.db].
     #[arg(long, env = "HOLDFAST_DATABASE_URL")]
     database_url: Option<String>,
+    /// This host-service's stable id among those sharing a database
+    /// [default: made at the first start, kept beside the SQLite file or in
+    /// $XDG_DATA_HOME/holdfast/host-id].
+    #[arg(long, env = "HOLDFAST_HOST_ID")]
+    host_id: Option<String>,
+    /// The name people know this host by [default: the machine's name].
+    #[arg(long, env = "HOLDFAST_HOST_NAME")]
+    host_name: Option<String>,
+    /// Where clients and other hosts reach this one, host:port [default:
+    /// the address it listens on].
+    #[arg(long, env = "HOLDFAST_ADVERTISE")]
+    advertise: Option<String>,
     /// The pty-daemon's socket [default: $XDG_RUNTIME_DIR/holdfast/ptyd.sock,
     /// or /tmp/holdfast-<uid>/ptyd.sock].
     #[arg(long, env = "HOLDFAST_DAEMON_SOCKET")]
@@ -85,9 +98,21 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     holdfast_plumbing::logging::init(args.log_format, std::io::stderr().is_terminal());
     let database = match args.database_url {
-        None => holdfast_plumbing::paths::default_database_path(),
-        Some(url) => database_path(&url)?,
+        None => Database::Sqlite(holdfast_plumbing::paths::default_database_path()),
+        Some(url) => Database::parse(&url)?,
     };
+    // Beside the SQLite file, so each file has its own host; else the
+    // default data directory.
+    let data_dir = match &database {
+        Database::Sqlite(path) => path
+            .parent()
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), PathBuf::from),
+        Database::Postgres(_) => holdfast_plumbing::paths::default_database_path()
+            .parent()
+            .map_or_else(|| PathBuf::from("."), PathBuf::from),
+    };
+    let host = HostIdentity::resolve(args.host_id, args.host_name, &data_dir)?;
     let launcher = if args.no_launch_daemon {
         None
     } else {
@@ -122,6 +147,8 @@ fn main() -> anyhow::Result<()> {
             .map(host_service::Token::new)
             .transpose()?
             .flatten(),
+        host,
+        advertise: args.advertise,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .thread_name("holdfast-host")
@@ -130,16 +157,4 @@ fn main() -> anyhow::Result<()> {
         .context("starting the runtime")?;
     runtime.block_on(host_service::run(config))?;
     Ok(())
-}
-
-/// Accepts a plain path or a `sqlite://` URL; other databases are not
-/// built in.
-fn database_path(url: &str) -> anyhow::Result<PathBuf> {
-    let path = url.strip_prefix("sqlite://").unwrap_or(url);
-    if path.contains("://") {
-        anyhow::bail!(
-            "unsupported database URL {url:?}: this build stores sessions in SQLite (a path or sqlite://PATH)"
-        );
-    }
-    Ok(Path::new(path).to_path_buf())
 }

@@ -39,14 +39,43 @@ fn other_databases_are_refused_with_a_reason() {
     let output = host_service()
         .args([
             "--database-url",
-            "postgres://localhost/holdfast",
+            "mysql://app:s3cret@localhost/holdfast",
             "--listen",
             "127.0.0.1:0",
         ])
         .output()
         .expect("run");
     assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("unsupported database URL"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unsupported database URL"), "{stderr}");
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+}
+
+/// A PostgreSQL server that does not answer stops the start, with the
+/// database named and its password not.
+#[test]
+fn an_unreachable_database_fails_the_start_without_its_password() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = host_service()
+        .args([
+            "--database-url",
+            // Nothing listens on port 1.
+            "postgres://app:s3cret@127.0.0.1:1/holdfast",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-launch-daemon",
+            "--daemon-socket",
+        ])
+        .arg(dir.path().join("ptyd.sock"))
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("postgres://app:***@127.0.0.1:1/holdfast"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("s3cret"), "{stderr}");
 }
 
 #[test]

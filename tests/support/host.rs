@@ -15,18 +15,85 @@ use tonic::transport::Channel;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 
+use super::postgres::FreshPostgres;
 use super::{binary, eventually, wait_with_deadline};
+
+/// A host id of its own.
+fn new_host_id() -> String {
+    format!("test-{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+}
+
+/// Whether this test binary runs its tests on PostgreSQL: its name starts
+/// with `postgres_`.
+pub fn on_postgres() -> bool {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            exe.file_name()
+                .map(|name| name.to_string_lossy().starts_with("postgres_"))
+        })
+        .unwrap_or(false)
+}
 
 /// A temp dir holding a daemon socket and a database, shared by every
 /// host-service started in it; stops the daemon it launched on drop.
+///
+/// The database is an SQLite file in the dir, or, in a test binary whose
+/// name starts with `postgres_` (the same tests again, `tests/postgres_*.rs`),
+/// a PostgreSQL database of its own.
 pub struct HostHome {
     pub dir: tempfile::TempDir,
+    /// The PostgreSQL database, when the host-services here use one of
+    /// their own.
+    pub postgres: Option<FreshPostgres>,
+    /// Another home's database, when they share it.
+    shared: Option<String>,
+    /// The host id the host-services here are given, on PostgreSQL (on
+    /// SQLite they keep their own beside the file).
+    pub host_id: Option<String>,
 }
 
 impl HostHome {
+    /// A home on the backend of this test binary.
     pub fn new() -> Self {
+        let postgres = on_postgres().then(FreshPostgres::create).flatten();
+        let host_id = postgres.as_ref().map(|_| new_host_id());
         Self {
             dir: tempfile::tempdir().expect("temp dir"),
+            postgres,
+            shared: None,
+            host_id,
+        }
+    }
+
+    /// A home on an SQLite file, whatever the binary: for tests that reach
+    /// into the file itself.
+    pub fn sqlite() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("temp dir"),
+            postgres: None,
+            shared: None,
+            host_id: None,
+        }
+    }
+
+    /// Another host's home (its own dir, socket and daemon) on the same
+    /// database as `first`: a fleet.
+    pub fn sharing(first: &HostHome) -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("temp dir"),
+            postgres: None,
+            shared: Some(first.database_url()),
+            host_id: Some(new_host_id()),
+        }
+    }
+
+    /// What the host-services here are given as `--database-url`.
+    pub fn database_url(&self) -> String {
+        match (&self.shared, &self.postgres) {
+            (Some(url), _) => url.clone(),
+            (None, Some(postgres)) => postgres.url(),
+            (None, None) => self.database().to_str().expect("UTF-8").to_owned(),
         }
     }
 
@@ -79,7 +146,12 @@ impl HostHome {
             .args(["--listen", listen, "--daemon-socket"])
             .arg(self.socket())
             .arg("--database-url")
-            .arg(self.database())
+            .arg(self.database_url())
+            .args(
+                self.host_id
+                    .iter()
+                    .flat_map(|id| ["--host-id", id.as_str()]),
+            )
             .args(extra)
             .envs(env.iter().copied())
             .env("RUST_LOG", "info,host_service=debug")

@@ -18,6 +18,7 @@ use holdfast_plumbing::proc_stat::ProcStat;
 use tonic::Streaming;
 
 pub mod host;
+pub mod postgres;
 
 /// Generous bound for anything that should take milliseconds.
 pub const PATIENCE: Duration = Duration::from_secs(20);

@@ -5,7 +5,6 @@
 //! Beside them are tmux control-mode `list-sessions -F` and
 //! `tmux list-sessions` (the peer).
 
-use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Result, ensure};
@@ -46,8 +45,9 @@ fn decoding<M: Message + Default>(answer: Option<&M>) -> String {
 
 /// Seeds ended rows, half in the measured workspace, half in nine others;
 /// returns the measured workspace's id.
-async fn seed(database: &Path, rows: usize) -> Result<String> {
-    let store = Store::open(database).await?;
+pub async fn seed(database_url: &str, rows: usize) -> Result<String> {
+    // Rows of no host: the host-service started on them claims them.
+    let store = Store::open(&host_service::Database::parse(database_url)?, "").await?;
     let now = micros(SystemTime::now());
     let mut workspaces = Vec::new();
     for i in 0..10 {
@@ -83,6 +83,7 @@ async fn seed(database: &Path, rows: usize) -> Result<String> {
                 dispose_signal: None,
                 dispose_grace_ms: None,
                 dispose_deadline: None,
+                host_id: String::new(),
             })
             .await?;
     }
@@ -93,7 +94,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     let scale = ctx.scale.clone();
     let sessions = scale.list_sessions;
     let home = Home::new()?;
-    let workspace = seed(&home.database(), scale.ended_rows).await?;
+    let workspace = seed(&home.database_url(), scale.ended_rows).await?;
     let mut host = home.start_host(&ctx.bins, &[]).await?;
     host.create_many(&workspace, &["sleep", "86400"], sessions)
         .await?;

@@ -6,6 +6,7 @@ pub mod footprint;
 pub mod leaks;
 pub mod list_flood;
 pub mod list_scale;
+pub mod postgres;
 pub mod recovery;
 pub mod spawn;
 pub mod throughput;
@@ -94,7 +95,7 @@ pub struct Ctx {
 }
 
 /// The scenarios in order, by the names `--only` takes.
-pub const ALL: [&str; 10] = [
+pub const ALL: [&str; 11] = [
     "list-scale",
     "list-flood",
     "spawn",
@@ -105,6 +106,7 @@ pub const ALL: [&str; 10] = [
     "deadline",
     "leaks",
     "upgrade",
+    "postgres",
 ];
 
 pub async fn run(name: &str, ctx: &mut Ctx) -> anyhow::Result<()> {
@@ -119,6 +121,7 @@ pub async fn run(name: &str, ctx: &mut Ctx) -> anyhow::Result<()> {
         "deadline" => deadline::run(ctx).await,
         "leaks" => leaks::run(ctx).await,
         "upgrade" => upgrade::run(ctx).await,
+        "postgres" => postgres::run(ctx).await,
         other => anyhow::bail!("no scenario {other:?}; the scenarios are {ALL:?}"),
     }
 }

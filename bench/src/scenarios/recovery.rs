@@ -8,7 +8,6 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use holdfast_api::proto::host::v1 as pb;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
 
@@ -41,23 +40,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         })
         .await?;
         first_answer.push(start.elapsed());
-        poll("a complete list", || {
-            let mut terminals = host.terminals.clone();
-            let workspace_id = workspace.clone();
-            async move {
-                let list = terminals
-                    .list_sessions(pb::ListSessionsRequest {
-                        workspace_id,
-                        ..Default::default()
-                    })
-                    .await
-                    .ok()?
-                    .into_inner();
-                (list.source() == pb::Source::Complete && list.sessions.len() == count)
-                    .then_some(())
-            }
-        })
-        .await?;
+        host.until_complete(&workspace, count).await?;
         complete.push(start.elapsed());
         host.crash();
     }

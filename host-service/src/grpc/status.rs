@@ -16,8 +16,8 @@ use crate::grpc::api::status_service_server::StatusService;
 pub struct HostStatus {
     /// The daemon's state, kept by the supervisor.
     pub health: DaemonHealth,
-    /// The SQLite file.
-    pub database: PathBuf,
+    /// The database.
+    pub database: crate::store::database::Database,
     /// The daemon's socket.
     pub daemon_socket: PathBuf,
     /// When this process started serving.
@@ -39,7 +39,7 @@ impl StatusService for HostStatus {
             host_pid: std::process::id(),
             host_version: holdfast_api::VERSION.to_owned(),
             host_started_at: Some(self.started_at.into()),
-            database_path: self.database.display().to_string(),
+            database_path: self.database.to_string(),
             daemon_socket: self.daemon_socket.display().to_string(),
             ..Default::default()
         };

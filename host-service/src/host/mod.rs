@@ -447,10 +447,41 @@ impl Host {
             .session(session_id)
             .await?
             .ok_or_else(|| Error::SessionNotFound(session_id.to_owned()))?;
+        if row.host_id != self.store.host_id() {
+            return Err(self.elsewhere(row).await);
+        }
         if row.is_stamped() || row.status() == RowStatus::Disposed {
             return Err(Error::SessionDisposed(session_id.to_owned()));
         }
         Ok(row)
+    }
+
+    /// The refusal of an operation on `row`'s session, which another host
+    /// runs: where to send it instead.
+    async fn elsewhere(&self, row: SessionRow) -> Error {
+        let host = match self.store.host(&row.host_id).await {
+            Ok(host) => host,
+            Err(error) => return error.into(),
+        };
+        Error::OnAnotherHost {
+            session_id: row.id,
+            host_name: host
+                .as_ref()
+                .map(|host| host.name.clone())
+                .unwrap_or_default(),
+            address: host.map(|host| host.address).unwrap_or_default(),
+            host_id: row.host_id,
+        }
+    }
+
+    /// Why this host has no session `session_id`: another runs it, or
+    /// there is none.
+    async fn not_ours(&self, session_id: &str) -> Error {
+        match self.store.session(session_id).await {
+            Ok(Some(row)) if row.host_id != self.store.host_id() => self.elsewhere(row).await,
+            Ok(_) => Error::SessionNotFound(session_id.to_owned()),
+            Err(error) => error.into(),
+        }
     }
 
     /// The session of `row` as `GetSession` describes it, with what the
@@ -641,12 +672,15 @@ impl Host {
         let sent = validate::daemon_signal(signal);
         let now = store::micros(SystemTime::now());
         // Stamp first: from here on it is never listed, whatever happens next.
-        let stamp = self
+        let stamp = match self
             .store
             .stamp_dispose(&session_id, now, sent.into(), grace)
             .await
             .map_err(Error::from)?
-            .ok_or_else(|| Error::SessionNotFound(session_id.clone()))?;
+        {
+            Some(stamp) => stamp,
+            None => return Err(self.not_ours(&session_id).await),
+        };
         self.memory.remove(&session_id);
         // Each disposal sends its own signal, as `docker kill` after a
         // `docker stop` does. A SIGKILL need not wait out an earlier grace.

@@ -79,6 +79,8 @@ impl NewSession {
             dispose_signal: None,
             dispose_grace_ms: None,
             dispose_deadline: None,
+            // The store writes its own host.
+            host_id: String::new(),
         };
         let mut env = request.env;
         // Which session a program runs in, as tmux sets TMUX. So

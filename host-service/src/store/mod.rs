@@ -1,27 +1,40 @@
-//! The session store: workspaces and session rows in SQLite through diesel.
+//! The session store: workspaces and session rows in SQLite or PostgreSQL
+//! through diesel.
 //!
-//! Every call runs on the pool's blocking threads, never on an async worker.
+//! Every query is written once, for both (`connection.rs`). Every call
+//! runs on the pool's blocking threads, never on an async worker.
 
+pub mod connection;
+pub mod database;
 pub mod known_workspaces;
+#[macro_use]
+mod queries;
 pub mod schema;
 
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use deadpool_diesel::sqlite::{Manager, Pool, Runtime};
+use deadpool::managed::Pool;
 use diesel::prelude::*;
-use diesel::sqlite::SqliteConnection;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
-use crate::store::schema::{terminal_sessions, workspaces};
+use crate::store::connection::{AnyConnection, Connector};
+use crate::store::database::Database;
+use crate::store::queries::{listable, unsettled, unstamped_in};
+use crate::store::schema::{hosts, terminal_sessions, workspaces};
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
 /// Connections in the pool.
 ///
-/// SQLite serialises writers, so a few suffice.
+/// SQLite serialises writers, so a few suffice; a PostgreSQL server shared
+/// by a fleet is spared idle connections.
 const POOL_SIZE: usize = 4;
+
+/// How long a call waits for a connection to be made, before the database
+/// counts as unavailable. A PostgreSQL server that is down or unreachable
+/// must fail a write promptly, not hold it until TCP gives up.
+const CONNECT_PATIENCE: Duration = Duration::from_secs(3);
 
 /// What can go wrong in the store.
 #[derive(Debug, thiserror::Error)]
@@ -36,32 +49,59 @@ pub enum StoreError {
         source: diesel::result::Error,
     },
     /// No connection could be had, or the blocking task failed.
-    #[error("database unavailable while {operation}: {reason}")]
+    #[error("the database ({database}) is unavailable while {operation}: {reason}")]
     Pool {
+        /// The database, as shown (a path, or a URL without its password).
+        database: std::sync::Arc<str>,
         /// What the store was doing.
         operation: &'static str,
         /// The pool's error.
         reason: String,
     },
     /// Opening or preparing the database failed.
-    #[error("cannot open the database at {path}: {reason}")]
+    #[error("cannot open the database {database}: {reason}")]
     Open {
-        /// The database file.
-        path: PathBuf,
+        /// The database, as shown (a path, or a URL without its password).
+        database: String,
         /// What went wrong.
         reason: String,
     },
 }
 
 impl StoreError {
+    /// Whether the database could not be reached at all (rather than busy
+    /// or failing a query).
+    pub fn is_unreachable(&self) -> bool {
+        use diesel::result::DatabaseErrorKind::{ClosedConnection, UnableToSendCommand};
+        use diesel::result::Error::DatabaseError;
+        matches!(
+            self,
+            Self::Pool { .. }
+                | Self::Query {
+                    source: DatabaseError(ClosedConnection | UnableToSendCommand, _),
+                    ..
+                }
+        )
+    }
+
     /// Whether trying again later may succeed.
     ///
     /// It may when the database was locked (by another process, past the
     /// busy timeout) or no connection could be had.
     pub fn is_transient(&self) -> bool {
+        use diesel::result::DatabaseErrorKind::{
+            ClosedConnection, SerializationFailure, UnableToSendCommand,
+        };
         use diesel::result::Error::DatabaseError;
         match self {
             Self::Pool { .. } => true,
+            // A PostgreSQL server that went away, or a conflict it asks to
+            // retry.
+            Self::Query {
+                source:
+                    DatabaseError(ClosedConnection | UnableToSendCommand | SerializationFailure, _),
+                ..
+            } => true,
             // SQLITE_BUSY and SQLITE_LOCKED, which diesel reports only by
             // their messages.
             Self::Query {
@@ -167,6 +207,9 @@ pub struct SessionRow {
     ///
     /// `None` means the grace after the stamp.
     pub dispose_deadline: Option<i64>,
+    /// The host-service whose daemon runs it. The store sets it to its own
+    /// host's id on insert.
+    pub host_id: String,
 }
 
 impl SessionRow {
@@ -253,56 +296,55 @@ pub fn from_micros(micros: i64) -> SystemTime {
 /// Handle to the database; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    pool: Pool,
+    pool: Pool<Connector>,
+    /// The database as errors show it.
+    shown: std::sync::Arc<str>,
+    /// The host-service this store acts for: the rows it inserts are its,
+    /// and the rows it joins, reaps and ends are its alone.
+    host: std::sync::Arc<str>,
+}
+
+/// A host-service sharing the database.
+#[derive(Debug, Clone, PartialEq, Eq, Queryable, Selectable, Insertable, AsChangeset)]
+#[diesel(table_name = hosts)]
+pub struct HostRow {
+    /// Its stable id (`--host-id`, or made at its first start).
+    pub id: String,
+    /// The name people know it by (the machine's, by default).
+    pub name: String,
+    /// Where clients and other hosts reach its gRPC port.
+    pub address: String,
+    /// When it last started, µs since the epoch.
+    pub started_at: i64,
+    /// When it last said it was alive, µs since the epoch.
+    pub heartbeat_at: i64,
 }
 
 impl Store {
-    /// Opens the SQLite file at `path`, and runs pending migrations.
+    /// Opens `database` for the host-service `host_id`, and runs pending
+    /// migrations.
     ///
-    /// It creates the file if need be, 0600 in a 0700 directory.
-    pub async fn open(path: &Path) -> Result<Self> {
+    /// An SQLite file is made if need be, 0600 in a 0700 directory.
+    pub async fn open(database: &Database, host_id: &str) -> Result<Self> {
         let open_error = |reason: String| StoreError::Open {
-            path: path.to_path_buf(),
+            database: database.to_string(),
             reason,
         };
-        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(|error| open_error(format!("creating {}: {error}", dir.display())))?;
+        if let Database::Sqlite(path) = database {
+            make_file(path).map_err(open_error)?;
         }
-        // Create the file ourselves so it is 0600 from the start. SQLite
-        // gives its -wal and -shm files the same mode.
-        std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|error| open_error(error.to_string()))?;
-        let url = path
-            .to_str()
-            .ok_or_else(|| open_error("the path is not UTF-8".into()))?;
-        let manager = Manager::new(url, Runtime::Tokio1);
-        let pool = Pool::builder(manager)
+        let pool = Pool::builder(Connector::new(database.clone()))
             .max_size(POOL_SIZE)
-            .post_create(deadpool_diesel::sqlite::Hook::async_fn(|object, _| {
-                Box::pin(async move {
-                    object
-                        .interact(configure_connection)
-                        .await
-                        .map_err(|error| {
-                            deadpool_diesel::sqlite::HookError::message(error.to_string())
-                        })?
-                        .map_err(|error| {
-                            deadpool_diesel::sqlite::HookError::message(error.to_string())
-                        })
-                })
-            }))
+            .runtime(deadpool::Runtime::Tokio1)
+            .create_timeout(Some(CONNECT_PATIENCE))
+            .wait_timeout(Some(CONNECT_PATIENCE))
             .build()
             .map_err(|error| open_error(error.to_string()))?;
-        let store = Self { pool };
+        let store = Self {
+            pool,
+            shown: database.to_string().into(),
+            host: host_id.into(),
+        };
         store
             .run("running migrations", |conn| {
                 conn.run_pending_migrations(MIGRATIONS)
@@ -317,10 +359,14 @@ impl Store {
     /// Runs `work` on a pooled connection on a blocking thread.
     async fn run<T, F>(&self, operation: &'static str, work: F) -> Result<T>
     where
-        F: FnOnce(&mut SqliteConnection) -> QueryResult<T> + Send + 'static,
+        F: FnOnce(&mut AnyConnection) -> QueryResult<T> + Send + 'static,
         T: Send + 'static,
     {
-        let pool_error = |reason: String| StoreError::Pool { operation, reason };
+        let pool_error = |reason: String| StoreError::Pool {
+            database: std::sync::Arc::clone(&self.shown),
+            operation,
+            reason,
+        };
         let connection = self
             .pool
             .get()
@@ -333,6 +379,85 @@ impl Store {
             .map_err(|source| StoreError::Query { operation, source })
     }
 
+    /// The host-service this store acts for.
+    pub fn host_id(&self) -> &str {
+        &self.host
+    }
+
+    /// The same database, acting for `host_id`.
+    pub fn for_host(&self, host_id: &str) -> Self {
+        Self {
+            host: host_id.into(),
+            ..self.clone()
+        }
+    }
+
+    /// Makes this host the owner of the rows written before hosts existed;
+    /// how many.
+    pub async fn claim_unowned_sessions(&self) -> Result<usize> {
+        let host = self.host.to_string();
+        self.run("claiming sessions of no host", move |conn| {
+            diesel::update(terminal_sessions::table.filter(terminal_sessions::host_id.eq("")))
+                .set(terminal_sessions::host_id.eq(host))
+                .execute(conn)
+        })
+        .await
+    }
+
+    /// Records that `row`'s host-service started, or says it is alive.
+    pub async fn register_host(&self, row: HostRow) -> Result<()> {
+        self.run("registering this host", move |conn| {
+            conn.write_transaction(|conn| {
+                let updated = diesel::update(hosts::table.find(&row.id))
+                    .set(&row)
+                    .execute(conn)?;
+                if updated == 0 {
+                    diesel::insert_into(hosts::table)
+                        .values(&row)
+                        .execute(conn)?;
+                }
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    /// Refreshes this host's heartbeat to `now`.
+    pub async fn heartbeat(&self, now: i64) -> Result<()> {
+        let host = self.host.to_string();
+        self.run("refreshing this host's heartbeat", move |conn| {
+            diesel::update(hosts::table.find(host))
+                .set(hosts::heartbeat_at.eq(now))
+                .execute(conn)
+                .map(drop)
+        })
+        .await
+    }
+
+    /// The host-service `id`, if it ever registered.
+    pub async fn host(&self, id: &str) -> Result<Option<HostRow>> {
+        let id = id.to_owned();
+        self.run("reading a host", move |conn| {
+            hosts::table
+                .find(id)
+                .select(HostRow::as_select())
+                .first(conn)
+                .optional()
+        })
+        .await
+    }
+
+    /// Every host-service that shares the database, by name.
+    pub async fn hosts(&self) -> Result<Vec<HostRow>> {
+        self.run("reading the hosts", |conn| {
+            hosts::table
+                .order((hosts::name, hosts::id))
+                .select(HostRow::as_select())
+                .load(conn)
+        })
+        .await
+    }
+
     /// Records a new, open workspace.
     ///
     /// Its creation time is the row's, or just after the newest workspace's
@@ -343,7 +468,7 @@ impl Store {
     /// created after it.
     pub async fn create_workspace(&self, mut row: WorkspaceRow) -> Result<WorkspaceRow> {
         self.run("creating a workspace", move |conn| {
-            conn.immediate_transaction(|conn| {
+            conn.write_transaction(|conn| {
                 let newest: Option<i64> = workspaces::table
                     .select(diesel::dsl::max(workspaces::created_at))
                     .first(conn)?;
@@ -370,7 +495,11 @@ impl Store {
         open_only: bool,
     ) -> Result<Vec<WorkspaceRow>> {
         self.run("listing workspaces", move |conn| {
-            let mut query = oldest_first(after, open_only);
+            let mut query = oldest_first!(
+                <AnyConnection as diesel::Connection>::Backend,
+                after,
+                open_only
+            );
             if let Some(limit) = limit {
                 query = query.limit(limit);
             }
@@ -404,7 +533,7 @@ impl Store {
     ) -> Result<Option<(WorkspaceRow, Vec<String>)>> {
         let id = id.to_owned();
         self.run("closing a workspace", move |conn| {
-            conn.immediate_transaction(|conn| {
+            conn.write_transaction(|conn| {
                 diesel::update(
                     workspaces::table
                         .find(&id)
@@ -435,9 +564,10 @@ impl Store {
     /// It runs in the same transaction as the check that its workspace
     /// exists and is open. So a concurrent close either sees and stamps the
     /// row or refuses it.
-    pub async fn insert_session(&self, row: SessionRow) -> Result<Insert> {
+    pub async fn insert_session(&self, mut row: SessionRow) -> Result<Insert> {
+        row.host_id = self.host.to_string();
         self.run("recording a session", move |conn| {
-            conn.immediate_transaction(|conn| {
+            conn.write_transaction(|conn| {
                 let closed_at: Option<Option<i64>> = workspaces::table
                     .find(&row.workspace_id)
                     .select(workspaces::closed_at)
@@ -483,8 +613,9 @@ impl Store {
     /// The workspace's rows that may be listed: active, listed, unstamped.
     pub async fn listable_sessions(&self, workspace_id: &str) -> Result<Vec<SessionRow>> {
         let workspace_id = workspace_id.to_owned();
+        let host = std::sync::Arc::clone(&self.host);
         self.run("reading listable sessions", move |conn| {
-            listable(&workspace_id)
+            listable(&workspace_id, &host)
                 .select(SessionRow::as_select())
                 .load(conn)
         })
@@ -519,16 +650,17 @@ impl Store {
     /// Reading those too would cost every reaper pass a write transaction
     /// per session ever ended.
     pub async fn unsettled_sessions(&self) -> Result<Vec<SessionRow>> {
-        self.run("reading unsettled sessions", |conn| {
-            unsettled().select(SessionRow::as_select()).load(conn)
+        let host = std::sync::Arc::clone(&self.host);
+        self.run("reading unsettled sessions", move |conn| {
+            unsettled(&host).select(SessionRow::as_select()).load(conn)
         })
         .await
     }
 
     /// Stamps a session for disposal, with the end of its `grace` period.
     ///
-    /// The first stamp wins. Returns the stamp in force, or `None` if there
-    /// is no such session.
+    /// The first stamp wins. Returns the stamp in force, or `None` if this
+    /// host has no such session.
     pub async fn stamp_dispose(
         &self,
         id: &str,
@@ -537,25 +669,23 @@ impl Store {
         grace: Duration,
     ) -> Result<Option<i64>> {
         let id = id.to_owned();
+        let host = std::sync::Arc::clone(&self.host);
         let deadline = now.saturating_add(duration_micros(grace));
         let grace_ms = i32::try_from(grace.as_millis()).unwrap_or(i32::MAX);
         self.run("stamping a session for disposal", move |conn| {
-            conn.immediate_transaction(|conn| {
-                diesel::update(
-                    terminal_sessions::table
-                        .find(&id)
-                        .filter(terminal_sessions::dispose_requested_at.is_null()),
-                )
-                .set((
-                    terminal_sessions::dispose_requested_at.eq(now),
-                    terminal_sessions::dispose_signal.eq(signal),
-                    terminal_sessions::dispose_grace_ms.eq(grace_ms),
-                    terminal_sessions::dispose_deadline.eq(deadline),
-                ))
-                .execute(conn)?;
-                terminal_sessions::table
+            conn.write_transaction(|conn| {
+                let ours = terminal_sessions::table
                     .find(&id)
-                    .select(terminal_sessions::dispose_requested_at)
+                    .filter(terminal_sessions::host_id.eq(&*host));
+                diesel::update(ours.filter(terminal_sessions::dispose_requested_at.is_null()))
+                    .set((
+                        terminal_sessions::dispose_requested_at.eq(now),
+                        terminal_sessions::dispose_signal.eq(signal),
+                        terminal_sessions::dispose_grace_ms.eq(grace_ms),
+                        terminal_sessions::dispose_deadline.eq(deadline),
+                    ))
+                    .execute(conn)?;
+                ours.select(terminal_sessions::dispose_requested_at)
                     .first::<Option<i64>>(conn)
                     .optional()
                     .map(Option::flatten)
@@ -571,7 +701,7 @@ impl Store {
     pub async fn record_ending(&self, id: &str, ending: Ending) -> Result<bool> {
         let id = id.to_owned();
         self.run("recording a session's end", move |conn| {
-            conn.immediate_transaction(|conn| {
+            conn.write_transaction(|conn| {
                 let current: Option<(String, Option<i64>)> = terminal_sessions::table
                     .find(&id)
                     .select((
@@ -623,7 +753,7 @@ impl Store {
     pub async fn revive(&self, id: &str, seen_running: i64) -> Result<Revival> {
         let id = id.to_owned();
         self.run("reviving a session recorded as ended", move |conn| {
-            conn.immediate_transaction(|conn| {
+            conn.write_transaction(|conn| {
                 let found: Option<(SessionRow, Option<i64>)> = terminal_sessions::table
                     .inner_join(workspaces::table)
                     .filter(terminal_sessions::id.eq(&id))
@@ -706,111 +836,36 @@ pub enum Revival {
     NoRow,
 }
 
-/// Per-connection settings.
-///
-/// WAL serves concurrent readers. A busy timeout makes writers queue
-/// instead of failing. Foreign keys are enforced. The busy timeout comes
-/// first, because switching to WAL needs a lock. Another process holding
-/// the file (a backup, an sqlite3 shell) must delay the start, not fail it.
-///
-/// `synchronous = NORMAL` in WAL mode survives a crash or SIGKILL of the
-/// host-service with every committed row intact. Only a power loss can drop
-/// the last commits, and a power loss ends every session anyway.
-fn configure_connection(conn: &mut SqliteConnection) -> QueryResult<()> {
-    use diesel::connection::SimpleConnection;
-    conn.batch_execute(
-        "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
-    )
-}
-
-/// The rows [`Store::listable_sessions`] reads.
-///
-/// They are found by status and workspace through
-/// `terminal_sessions_unsettled`, which holds the active rows. SQLite uses
-/// a partial index only for a query whose terms say what the index's do.
-/// An index made for these rows that says `listed` does not serve this
-/// query, which says `listed = ?`. Every list after a restart would then
-/// read every row ever written.
-fn listable(workspace_id: &str) -> queries::Listable<'_> {
-    unstamped_in(workspace_id).filter(terminal_sessions::listed)
-}
-
-/// The rows [`Store::unsettled_sessions`] reads.
-///
-/// They are found through the index made for them
-/// (`terminal_sessions_unsettled`), whose terms these are word for word.
-fn unsettled() -> queries::Unsettled {
-    terminal_sessions::table.filter(
-        terminal_sessions::status
-            .eq(Status::Active.as_str())
-            .or(terminal_sessions::status
-                .eq(Status::Exited.as_str())
-                .and(terminal_sessions::dispose_requested_at.is_not_null())),
-    )
-}
-
-/// A workspace's active rows not yet stamped for disposal, which its close
-/// stamps.
-///
-/// They are found through the same index, by status and workspace.
-fn unstamped_in(workspace_id: &str) -> queries::Unstamped<'_> {
-    terminal_sessions::table
-        .filter(terminal_sessions::workspace_id.eq(workspace_id))
-        .filter(terminal_sessions::status.eq(Status::Active.as_str()))
-        .filter(terminal_sessions::dispose_requested_at.is_null())
-}
-
-/// Workspaces oldest first, from just after `after`.
-///
-/// Only open ones are read if `open_only`.
-fn oldest_first(
-    after: Option<(i64, String)>,
-    open_only: bool,
-) -> workspaces::BoxedQuery<'static, diesel::sqlite::Sqlite> {
-    let mut query = workspaces::table
-        .order((workspaces::created_at, workspaces::id))
-        .into_boxed();
-    if open_only {
-        query = query.filter(workspaces::closed_at.is_null());
+/// Makes the SQLite file at `path` ourselves, so it is 0600 from the
+/// start (SQLite gives its -wal and -shm files the same mode), in a 0700
+/// directory.
+fn make_file(path: &std::path::Path) -> std::result::Result<(), String> {
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|error| format!("creating {}: {error}", dir.display()))?;
     }
-    if let Some((created_at, id)) = after {
-        // `>=` on its own, so the index starts the scan there.
-        query = query.filter(
-            workspaces::created_at.ge(created_at).and(
-                workspaces::created_at
-                    .gt(created_at)
-                    .or(workspaces::id.gt(id)),
-            ),
-        );
-    }
-    query
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .map(drop)
+        .map_err(|error| error.to_string())
 }
 
-/// The types of the queries above.
-mod queries {
-    use diesel::dsl::{And, Eq, Filter, IsNotNull, IsNull, Or};
-
-    use crate::store::schema::terminal_sessions::{
-        dispose_requested_at, listed, status, table, workspace_id,
-    };
-
-    pub type Unstamped<'a> = Filter<
-        Filter<Filter<table, Eq<workspace_id, &'a str>>, Eq<status, &'static str>>,
-        IsNull<dispose_requested_at>,
-    >;
-    pub type Listable<'a> = Filter<Unstamped<'a>, listed>;
-    pub type Unsettled = Filter<
-        table,
-        Or<
-            Eq<status, &'static str>,
-            And<Eq<status, &'static str>, IsNotNull<dispose_requested_at>>,
-        >,
-    >;
-}
+#[cfg(test)]
+#[path = "../../../tests/support/postgres.rs"]
+mod fresh_postgres;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use super::fresh_postgres::FreshPostgres;
 
     fn row(id: &str, workspace_id: &str, status: Status, stamped: bool) -> SessionRow {
         SessionRow {
@@ -830,6 +885,7 @@ mod tests {
             dispose_signal: None,
             dispose_grace_ms: None,
             dispose_deadline: None,
+            host_id: String::new(),
         }
     }
 
@@ -856,18 +912,51 @@ mod tests {
         }
     }
 
-    /// A store on a database of its own, gone with the directory.
-    async fn temporary_store() -> (tempfile::TempDir, Store) {
+    /// What keeps a test's database: its SQLite file's directory, or its
+    /// PostgreSQL database.
+    struct Kept {
+        _sqlite: Option<tempfile::TempDir>,
+        _postgres: Option<FreshPostgres>,
+    }
+
+    /// A store on an SQLite file of its own, gone with the directory.
+    async fn temporary_store() -> (Kept, Store) {
         let dir = tempfile::tempdir().expect("temp dir");
-        let store = Store::open(&dir.path().join("holdfast.db"))
-            .await
-            .expect("open");
-        (dir, store)
+        let database = Database::Sqlite(dir.path().join("holdfast.db"));
+        let store = Store::open(&database, "host-a").await.expect("open");
+        let kept = Kept {
+            _sqlite: Some(dir),
+            _postgres: None,
+        };
+        (kept, store)
+    }
+
+    /// A store on each backend: SQLite, and PostgreSQL where a server
+    /// answers.
+    async fn every_backend() -> Vec<(Kept, Store)> {
+        let mut stores = vec![temporary_store().await];
+        if let Some(fresh) = FreshPostgres::create() {
+            let database = Database::parse(&fresh.url()).expect("a PostgreSQL URL");
+            let store = Store::open(&database, "host-a")
+                .await
+                .expect("open PostgreSQL");
+            let kept = Kept {
+                _sqlite: None,
+                _postgres: Some(fresh),
+            };
+            stores.push((kept, store));
+        }
+        stores
     }
 
     #[tokio::test]
     async fn only_rows_that_may_still_change_are_unsettled() {
-        let (_dir, store) = temporary_store().await;
+        for (_kept, store) in every_backend().await {
+            only_unsettled_rows(store).await;
+        }
+    }
+
+    async fn only_unsettled_rows(store: Store) {
         let workspace = store
             .create_workspace(workspace("w", 1))
             .await
@@ -884,6 +973,12 @@ mod tests {
                 .await
                 .expect("insert");
         }
+        // Another host's rows are never this host's to settle.
+        store
+            .for_host("host-b")
+            .insert_session(row("elsewhere", &workspace.id, Status::Active, false))
+            .await
+            .expect("insert");
         let mut unsettled: Vec<String> = store
             .unsettled_sessions()
             .await
@@ -914,6 +1009,9 @@ mod tests {
             .to_owned();
         store
             .run("explaining", move |conn| {
+                let AnyConnection::Sqlite(conn) = conn else {
+                    unreachable!("plans are SQLite's")
+                };
                 let mut explain = diesel::sql_query(format!("EXPLAIN QUERY PLAN {sql}"))
                     .into_boxed::<diesel::sqlite::Sqlite>();
                 for bind in binds {
@@ -938,24 +1036,48 @@ mod tests {
         let id = terminal_sessions::id;
         let searched = "SEARCH terminal_sessions USING INDEX terminal_sessions_unsettled \
                         (status=? AND workspace_id=?)";
-        let plan = plan_of(&store, listable("w").select(id), &["w", "active"]).await;
-        assert_eq!(plan, searched);
+        let plan = plan_of(&store, listable("w", "h").select(id), &["w", "active", "h"]).await;
+        assert_eq!(
+            plan,
+            "SEARCH terminal_sessions USING INDEX terminal_sessions_unsettled \
+             (status=? AND workspace_id=? AND host_id=?)"
+        );
         let plan = plan_of(&store, unstamped_in("w").select(id), &["w", "active"]).await;
         assert_eq!(plan, searched);
-        let plan = plan_of(&store, unsettled().select(id), &["active", "exited"]).await;
+        let plan = plan_of(
+            &store,
+            unsettled("h").select(id),
+            &["active", "exited", "h"],
+        )
+        .await;
         assert_eq!(
             plan,
             "SCAN terminal_sessions USING INDEX terminal_sessions_unsettled"
         );
-        let plan = plan_of(&store, oldest_first(None, true), &[]).await;
+        let plan = plan_of(
+            &store,
+            oldest_first!(diesel::sqlite::Sqlite, None, true),
+            &[],
+        )
+        .await;
         assert_eq!(plan, "SCAN workspaces USING INDEX workspaces_open_by_age");
         let after = Some((1, "a".to_owned()));
-        let plan = plan_of(&store, oldest_first(after.clone(), true), &["1", "1", "a"]).await;
+        let plan = plan_of(
+            &store,
+            oldest_first!(diesel::sqlite::Sqlite, after.clone(), true),
+            &["1", "1", "a"],
+        )
+        .await;
         assert_eq!(
             plan,
             "SEARCH workspaces USING INDEX workspaces_open_by_age (created_at>?)"
         );
-        let plan = plan_of(&store, oldest_first(after, false), &["1", "1", "a"]).await;
+        let plan = plan_of(
+            &store,
+            oldest_first!(diesel::sqlite::Sqlite, after, false),
+            &["1", "1", "a"],
+        )
+        .await;
         assert_eq!(
             plan,
             "SEARCH workspaces USING INDEX workspaces_by_age (created_at>?)"
@@ -969,7 +1091,12 @@ mod tests {
     /// repeated, and one created after a page comes on a later one.
     #[tokio::test]
     async fn workspaces_are_paged_in_the_order_they_were_made() {
-        let (_dir, store) = temporary_store().await;
+        for (_kept, store) in every_backend().await {
+            pages_in_creation_order(store).await;
+        }
+    }
+
+    async fn pages_in_creation_order(store: Store) {
         let create = |id: &str, created_at: i64| {
             let row = workspace(id, created_at);
             let store = store.clone();

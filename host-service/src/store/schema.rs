@@ -29,8 +29,20 @@ diesel::table! {
         dispose_signal -> Nullable<Integer>,
         dispose_grace_ms -> Nullable<Integer>,
         dispose_deadline -> Nullable<BigInt>,
+        host_id -> Text,
+    }
+}
+
+diesel::table! {
+    /// The host-services sharing the database.
+    hosts (id) {
+        id -> Text,
+        name -> Text,
+        address -> Text,
+        started_at -> BigInt,
+        heartbeat_at -> BigInt,
     }
 }
 
 diesel::joinable!(terminal_sessions -> workspaces (workspace_id));
-diesel::allow_tables_to_appear_in_same_query!(workspaces, terminal_sessions);
+diesel::allow_tables_to_appear_in_same_query!(workspaces, terminal_sessions, hosts);

@@ -1,0 +1,157 @@
+//! Several host-services on one PostgreSQL database, each with its own
+//! daemon: each acts on its own session rows only.
+//!
+//! A host that joined, reaped or ended the rows of sessions its own daemon
+//! does not hold would hide or end every other machine's sessions. Here
+//! three hosts share a workspace; each lists only its own sessions, and no
+//! reaper pass, restart or daemon death of one touches another's rows. An
+//! operation on another host's session is refused with that host's name
+//! and address.
+
+mod support;
+
+use std::time::Duration;
+
+use holdfast_api::error_details::Reason;
+use holdfast_api::proto::host::v1 as pb;
+use rustix::process::Signal;
+use support::host::*;
+use support::*;
+
+/// A's reaper comes by every second; B's and C's only at their start, so
+/// that nothing of theirs would put right what A did to their rows.
+const REAPING: [&str; 2] = ["--reap-interval-secs", "1"];
+
+/// The status of session `id`'s row, read from the database itself.
+fn row_status(database_url: &str, id: &str) -> String {
+    use diesel::{Connection, QueryableByName, RunQueryDsl};
+    #[derive(QueryableByName)]
+    struct Status {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        status: String,
+    }
+    let mut db = diesel::PgConnection::establish(database_url).expect("connect");
+    diesel::sql_query("SELECT status FROM terminal_sessions WHERE id = $1")
+        .bind::<diesel::sql_types::Text, _>(id)
+        .get_result::<Status>(&mut db)
+        .expect("the row")
+        .status
+}
+
+/// The ids a list holds.
+fn listed(list: &pb::ListSessionsResponse) -> Vec<String> {
+    ids(list).into_iter().map(str::to_owned).collect()
+}
+
+#[tokio::test]
+async fn hosts_sharing_a_database_keep_to_their_own_sessions() {
+    let a = HostHome::new();
+    if a.postgres.is_none() {
+        eprintln!("skipped: no PostgreSQL (see tests/support/postgres.rs)");
+        return;
+    }
+    let (b, c) = (HostHome::sharing(&a), HostHome::sharing(&a));
+    let mut host_a = a.start(&REAPING).await;
+    let mut host_b = b.start(&[]).await;
+    let mut host_c = c.start(&[]).await;
+    // Workspaces are shared: one made on A is B's and C's too.
+    let workspace = host_a.create_workspace("shared").await.workspace_id;
+    let mut session_of = Vec::new();
+    for host in [&mut host_a, &mut host_b, &mut host_c] {
+        let session = host
+            .create_session(session_request(&workspace, &["sleep", "600"]))
+            .await;
+        session_of.push(session.session_id);
+    }
+    let only = |index: usize| {
+        let id = session_of[index].clone();
+        move |list: &pb::ListSessionsResponse| is_complete(list) && listed(list) == [id.clone()]
+    };
+    host_a
+        .list_until("A lists its own", &workspace, only(0))
+        .await;
+    host_b
+        .list_until("B lists its own", &workspace, only(1))
+        .await;
+    host_c
+        .list_until("C lists its own", &workspace, only(2))
+        .await;
+
+    // Several passes of A's reaper: none ends another host's session.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    for (host, index) in [(&mut host_a, 0), (&mut host_b, 1), (&mut host_c, 2)] {
+        let list = host.list(&workspace).await;
+        assert!(only(index)(&list), "after the reapers: {list:?}");
+    }
+    let url = a.database_url();
+    for id in &session_of {
+        assert_eq!(row_status(&url, id), "active", "the row of {id}");
+    }
+
+    // A restart of A, and then its daemon's death: A records its own
+    // session as ended, and B's and C's rows stay as they were.
+    host_a.stop(Signal::KILL);
+    let host_a = a.start(&REAPING).await;
+    host_a
+        .list_until("A lists its own after a restart", &workspace, only(0))
+        .await;
+    for pid in a.daemon_pids() {
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid).expect("pid"),
+            Signal::KILL,
+        )
+        .expect("kill A's daemon");
+    }
+    host_a
+        .list_until("A's session ended with its daemon", &workspace, |list| {
+            is_complete(list) && list.sessions.is_empty()
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    host_b
+        .list_until("B's untouched", &workspace, only(1))
+        .await;
+    host_c
+        .list_until("C's untouched", &workspace, only(2))
+        .await;
+    assert_eq!(row_status(&url, &session_of[0]), "exited");
+    for id in &session_of[1..] {
+        assert_eq!(row_status(&url, id), "active", "the row of {id}");
+    }
+
+    // An operation on another host's session names that host and where it
+    // is reached.
+    let refused = host_a
+        .terminals
+        .clone()
+        .write_input(pb::WriteInputRequest {
+            session_id: session_of[1].clone(),
+            data: "hello\n".into(),
+            ..Default::default()
+        })
+        .await;
+    let status = expect_status(refused, tonic::Code::FailedPrecondition, "runs on host");
+    let b_id = b.host_id.clone().expect("B's id");
+    let b_address = host_b.address.trim_start_matches("http://").to_owned();
+    expect_reason(
+        &status,
+        Reason::SessionOnAnotherHost,
+        &[
+            ("sessionId", session_of[1].as_str()),
+            ("hostId", b_id.as_str()),
+            ("address", b_address.as_str()),
+        ],
+    );
+    let refused = host_c
+        .terminals
+        .clone()
+        .dispose_session(pb::DisposeSessionRequest {
+            session_id: session_of[1].clone(),
+            ..Default::default()
+        })
+        .await;
+    expect_status(refused, tonic::Code::FailedPrecondition, "runs on host");
+    host_b
+        .list_until("B's still listed", &workspace, only(1))
+        .await;
+}
