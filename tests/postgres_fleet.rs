@@ -54,6 +54,23 @@ async fn hosts_sharing_a_database_keep_to_their_own_sessions() {
     let mut host_a = a.start(&REAPING).await;
     let mut host_b = b.start(&[]).await;
     let mut host_c = c.start(&[]).await;
+    // Each knows the others: `holdfast hosts`, asked of A.
+    let listed_hosts = std::process::Command::new(binary("holdfast"))
+        .args(["--addr", host_a.address.as_str(), "hosts"])
+        .output()
+        .expect("run holdfast");
+    let table = String::from_utf8_lossy(&listed_hosts.stdout);
+    assert!(listed_hosts.status.success(), "{table}");
+    for home in [&a, &b, &c] {
+        let id = home.host_id.as_deref().expect("an id");
+        let line = table
+            .lines()
+            .find(|line| line.contains(id))
+            .unwrap_or_else(|| panic!("{id} in {table}"));
+        assert!(line.contains("alive"), "{line}");
+        assert_eq!(line.contains(" * "), std::ptr::eq(home, &a), "{line}");
+    }
+
     // Workspaces are shared: one made on A is B's and C's too.
     let workspace = host_a.create_workspace("shared").await.workspace_id;
     let mut session_of = Vec::new();
@@ -153,5 +170,27 @@ async fn hosts_sharing_a_database_keep_to_their_own_sessions() {
     expect_status(refused, tonic::Code::FailedPrecondition, "runs on host");
     host_b
         .list_until("B's still listed", &workspace, only(1))
+        .await;
+
+    // The CLI follows the refusal by itself: a kill sent to C reaches B.
+    let killed = std::process::Command::new(binary("holdfast"))
+        .args([
+            "--addr",
+            host_c.address.as_str(),
+            "kill",
+            session_of[1].as_str(),
+        ])
+        .output()
+        .expect("run holdfast");
+    let stderr = String::from_utf8_lossy(&killed.stderr);
+    assert!(killed.status.success(), "holdfast kill: {stderr}");
+    assert!(stderr.contains("asking it there"), "{stderr}");
+    host_b
+        .list_until("B's session disposed", &workspace, |list| {
+            is_complete(list) && list.sessions.is_empty()
+        })
+        .await;
+    host_c
+        .list_until("C's untouched", &workspace, only(2))
         .await;
 }

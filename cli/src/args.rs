@@ -9,7 +9,7 @@ use crate::clients::DEFAULT_ADDR;
 use crate::completion;
 
 /// Keep terminal sessions alive and visible across restarts.
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(name = "holdfast", version)]
 pub(crate) struct Cli {
     /// The host-service to talk to: host:port, as grpcurl takes it, or
@@ -43,7 +43,7 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand)]
 pub(crate) enum Command {
     /// Create, list or close workspaces.
     #[command(subcommand)]
@@ -160,6 +160,9 @@ pub(crate) enum Command {
     /// Show whether the host-service and its daemon are up, with versions,
     /// pids and paths.
     Status,
+    /// List the host-services sharing this one's database (a fleet on one
+    /// PostgreSQL): name, id, address, and whether each is alive.
+    Hosts,
     /// Upgrade the pty-daemon in place to the host-service's own version:
     /// same daemon pid, every session kept, attached clients see a pause.
     UpgradeDaemon {
@@ -196,7 +199,7 @@ pub(crate) enum Command {
     },
 }
 
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand)]
 pub(crate) enum WorkspaceCommand {
     /// Create a workspace; refused while an open one has the name.
     Create {

@@ -162,8 +162,50 @@ pub(crate) async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<C
     })
 }
 
+/// A refusal because the session runs on another host-service sharing the
+/// database: where to ask instead.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub(crate) struct Moved {
+    /// The host's name, for the user.
+    pub host_name: String,
+    /// Where it is reached.
+    pub address: String,
+    message: String,
+}
+
+impl Moved {
+    /// The redirect `status` carries, if it is one.
+    fn of(status: &tonic::Status) -> Option<Self> {
+        let (reason, about) = holdfast_api::error_details::reason_of(status)?;
+        if reason != "SESSION_ON_ANOTHER_HOST" {
+            return None;
+        }
+        let address = about.get("address").filter(|address| !address.is_empty())?;
+        Some(Self {
+            host_name: about.get("hostName").cloned().unwrap_or_default(),
+            address: address.clone(),
+            message: status.message().to_owned(),
+        })
+    }
+
+    /// The redirect somewhere in `error`, if any: one [`refused`] made,
+    /// or a refusal passed on as it came.
+    pub(crate) fn in_error(error: &anyhow::Error) -> Option<Self> {
+        error.chain().find_map(|cause| {
+            cause
+                .downcast_ref::<Self>()
+                .cloned()
+                .or_else(|| cause.downcast_ref::<tonic::Status>().and_then(Self::of))
+        })
+    }
+}
+
 /// A server's refusal, in words.
 pub(crate) fn refused(status: tonic::Status) -> anyhow::Error {
+    if let Some(moved) = Moved::of(&status) {
+        return moved.into();
+    }
     let message = status.message();
     // A new session's `title` in the API is `--name` here.
     let field = holdfast_api::error_details::field_of(&status);

@@ -9,7 +9,7 @@ use clap::Parser;
 use holdfast_api::proto::host::v1 as pb;
 
 use crate::args::{Cli, Command, WorkspaceCommand};
-use crate::clients::{connect, is_on_this_machine, refused};
+use crate::clients::{Moved, connect, is_on_this_machine, refused};
 use crate::stdout::{say, tell};
 use crate::workspaces::{
     create_workspace, every_open_list, find_workspace, list_sessions, list_workspaces, merged,
@@ -39,8 +39,9 @@ fn main() {
         .enable_all()
         .build();
     let code = match runtime.map_err(anyhow::Error::from).map(|runtime| {
-        let ran =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(run(cli))));
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            runtime.block_on(run_following(cli))
+        }));
         // Never dropped, not even by a panic. Dropping a runtime waits for
         // its blocking threads. One may be reading the keyboard (attach),
         // which only a key would end.
@@ -54,6 +55,28 @@ fn main() {
         }
     };
     std::process::exit(code.into());
+}
+
+/// Runs the command; if the session it names runs on another host-service
+/// sharing the database, runs it again there, once, as Redis Cluster
+/// clients follow MOVED.
+async fn run_following(cli: Cli) -> anyhow::Result<u8> {
+    let again = cli.clone();
+    let error = match run(cli).await {
+        Err(error) => error,
+        done => return done,
+    };
+    let Some(moved) = Moved::in_error(&error) else {
+        return Err(error);
+    };
+    tell!(
+        "holdfast: the session runs on host {} ({}); asking it there\n",
+        moved.host_name,
+        moved.address
+    );
+    let mut again = again;
+    again.addr = moved.address;
+    run(again).await
 }
 
 async fn run(cli: Cli) -> anyhow::Result<u8> {
@@ -227,6 +250,39 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                     "pty-daemon    already runs {} (pid {}); nothing to do (--force upgrades anyway)",
                     upgraded.new_version,
                     upgraded.daemon_pid
+                );
+            }
+        }
+        Command::Hosts => {
+            let hosts = clients
+                .status
+                .list_hosts(pb::ListHostsRequest {})
+                .await
+                .map_err(refused)?
+                .into_inner()
+                .hosts;
+            say!(
+                "{:<20}  {:<36}  {:<22}  {:<9}  {}",
+                "NAME",
+                "ID",
+                "ADDRESS",
+                "STATE",
+                "HEARTBEAT"
+            );
+            for host in hosts {
+                let state = if host.alive { "alive" } else { "silent" };
+                let name = if host.this_host {
+                    format!("{} *", host.name)
+                } else {
+                    host.name
+                };
+                say!(
+                    "{:<20}  {:<36}  {:<22}  {:<9}  {} ago",
+                    name,
+                    host.host_id,
+                    host.address,
+                    state,
+                    shown::age(host.heartbeat_at)
                 );
             }
         }

@@ -180,6 +180,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         started_at: std::time::SystemTime::now(),
         daemon: liveness,
         upgrade,
+        store: beating.clone(),
     };
     reporter.set_serving::<WorkspaceServiceServer<Host>>().await;
     reporter.set_serving::<TerminalServiceServer<Host>>().await;

@@ -27,6 +27,8 @@ pub struct HostStatus {
     pub daemon: Liveness,
     /// Upgrades the daemon to this service's daemon binary.
     pub upgrade: DaemonUpgrade,
+    /// The database, for the hosts sharing it.
+    pub store: crate::store::Store,
 }
 
 #[tonic::async_trait]
@@ -67,6 +69,32 @@ impl StatusService for HostStatus {
         };
         status.daemon_state = state.into();
         Ok(Response::new(status))
+    }
+
+    async fn list_hosts(
+        &self,
+        _request: Request<pb::ListHostsRequest>,
+    ) -> Result<Response<pb::ListHostsResponse>, Status> {
+        let rows = self
+            .store
+            .hosts()
+            .await
+            .map_err(|error| Status::from(crate::error::Error::from(error)))?;
+        let now = crate::store::micros(std::time::SystemTime::now());
+        let stale = crate::store::duration_micros(3 * crate::this_host::HEARTBEAT);
+        let hosts = rows
+            .into_iter()
+            .map(|row| pb::Host {
+                alive: now.saturating_sub(row.heartbeat_at) <= stale,
+                this_host: row.id == self.store.host_id(),
+                started_at: Some(crate::store::from_micros(row.started_at).into()),
+                heartbeat_at: Some(crate::store::from_micros(row.heartbeat_at).into()),
+                host_id: row.id,
+                name: row.name,
+                address: row.address,
+            })
+            .collect();
+        Ok(Response::new(pb::ListHostsResponse { hosts }))
     }
 
     async fn upgrade_daemon(
