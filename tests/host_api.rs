@@ -248,6 +248,7 @@ async fn bad_input_gets_precise_statuses() {
         t.count_background_sessions(pb::CountBackgroundSessionsRequest {
             workspace_id: workspace.clone(),
             attached_session_ids: vec![String::new(); 10_001],
+            ..Default::default()
         })
         .await,
         Code::InvalidArgument,
@@ -263,6 +264,7 @@ async fn bad_input_gets_precise_statuses() {
             t.count_background_sessions(pb::CountBackgroundSessionsRequest {
                 workspace_id: workspace.clone(),
                 attached_session_ids: vec![unknown.clone(), bad.to_owned()],
+                ..Default::default()
             })
             .await,
             Code::InvalidArgument,
@@ -399,6 +401,7 @@ async fn a_list_asked_if_still_its_generation_sends_only_offsets() {
             .list_sessions(pb::ListSessionsRequest {
                 workspace_id: workspace.clone(),
                 if_generation: Some(generation),
+                ..Default::default()
             })
             .await
             .expect("list")
@@ -428,6 +431,7 @@ async fn a_list_asked_if_still_its_generation_sends_only_offsets() {
         let request = pb::ListSessionsRequest {
             workspace_id: workspace.clone(),
             if_generation: Some(held.generation),
+            ..Default::default()
         };
         async move {
             let list = terminals.list_sessions(request).await.ok()?.into_inner();
@@ -1610,6 +1614,7 @@ async fn every_id_taking_rpc_refuses_every_kind_of_bad_id() {
                 t.count_background_sessions(pb::CountBackgroundSessionsRequest {
                     workspace_id: id.clone(),
                     attached_session_ids: Vec::new(),
+                    ..Default::default()
                 })
                 .await
                 .map(drop),

@@ -94,6 +94,113 @@ async fn hosts_sharing_a_database_keep_to_their_own_sessions() {
         .list_until("C lists its own", &workspace, only(2))
         .await;
 
+    // Every host's sessions at once, asked of A: each host answers for
+    // its own.
+    let everywhere = |host: &HostService| {
+        let mut terminals = host.terminals.clone();
+        let request = pb::ListSessionsRequest {
+            workspace_id: workspace.clone(),
+            scope: pb::Scope::AllHosts.into(),
+            ..Default::default()
+        };
+        async move {
+            terminals
+                .list_sessions(request)
+                .await
+                .expect("list every host")
+                .into_inner()
+        }
+    };
+    let on_host = |list: &pb::ListSessionsResponse| {
+        let mut found: Vec<(String, String, bool)> = list
+            .sessions
+            .iter()
+            .map(|s| (s.session_id.clone(), s.host_id.clone(), s.unconfirmed))
+            .collect();
+        found.sort();
+        found
+    };
+    let expected = |unconfirmed_b: bool| {
+        let mut expected: Vec<(String, String, bool)> = [(&a, 0), (&b, 1), (&c, 2)]
+            .into_iter()
+            .map(|(home, index)| {
+                let host = home.host_id.clone().expect("an id");
+                (session_of[index].clone(), host, index == 1 && unconfirmed_b)
+            })
+            .collect();
+        expected.sort();
+        expected
+    };
+    let list = everywhere(&host_a).await;
+    assert!(is_complete(&list), "{list:?}");
+    assert_eq!(on_host(&list), expected(false));
+    assert!(
+        list.hosts.len() == 2 && list.hosts.iter().all(|host| host.answered),
+        "{list:?}"
+    );
+    let count = host_a
+        .terminals
+        .clone()
+        .count_background_sessions(pb::CountBackgroundSessionsRequest {
+            workspace_id: workspace.clone(),
+            attached_session_ids: vec![session_of[2].clone()],
+            scope: pb::Scope::AllHosts.into(),
+        })
+        .await
+        .expect("count every host")
+        .into_inner();
+    assert_eq!(count.count, 2, "three sessions, one of them attached here");
+
+    // B's host-service is killed (its daemon runs on): A names B as not
+    // answering and shows B's session from its row, unconfirmed, until B
+    // is back.
+    host_b.stop(Signal::KILL);
+    let list = everywhere(&host_a).await;
+    assert_eq!(on_host(&list), expected(true));
+    let b_id = b.host_id.clone().expect("B's id");
+    let silent = list
+        .hosts
+        .iter()
+        .find(|host| host.host_id == b_id)
+        .expect("B named");
+    assert!(!silent.answered && !silent.reason.is_empty(), "{silent:?}");
+    let b_session = list
+        .sessions
+        .iter()
+        .find(|s| s.session_id == session_of[1])
+        .expect("B's");
+    assert!(
+        !b_session.alive,
+        "an unconfirmed session is never shown alive"
+    );
+    let table = std::process::Command::new(binary("holdfast"))
+        .args(["--addr", host_a.address.as_str(), "ls", "--all-hosts", "-w"])
+        .arg(&workspace)
+        .output()
+        .expect("run holdfast");
+    let shown = String::from_utf8_lossy(&table.stdout);
+    assert!(table.status.success(), "{shown}");
+    assert!(
+        shown
+            .lines()
+            .next()
+            .is_some_and(|header| header.contains("HOST")),
+        "{shown}"
+    );
+    let b_line = shown
+        .lines()
+        .find(|line| line.contains(session_of[1].as_str()))
+        .unwrap_or_else(|| panic!("B's session in {shown}"));
+    assert!(b_line.contains("unknown"), "{b_line}");
+    assert!(shown.contains("did not answer"), "{shown}");
+    let mut host_b = b.start(&[]).await;
+    eventually("B confirmed again", || {
+        let listing = everywhere(&host_a);
+        let expected = expected(false);
+        async move { (on_host(&listing.await) == expected).then_some(()) }
+    })
+    .await;
+
     // Several passes of A's reaper: none ends another host's session.
     tokio::time::sleep(Duration::from_millis(2500)).await;
     for (host, index) in [(&mut host_a, 0), (&mut host_b, 1), (&mut host_c, 2)] {
@@ -148,7 +255,6 @@ async fn hosts_sharing_a_database_keep_to_their_own_sessions() {
         })
         .await;
     let status = expect_status(refused, tonic::Code::FailedPrecondition, "runs on host");
-    let b_id = b.host_id.clone().expect("B's id");
     let b_address = host_b.address.trim_start_matches("http://").to_owned();
     expect_reason(
         &status,

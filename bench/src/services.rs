@@ -63,6 +63,10 @@ pub struct Home {
     /// The PostgreSQL database the host-services here use, if not the
     /// SQLite file: made by [`Home::on_postgres`], dropped with the home.
     pub postgres: Option<String>,
+    /// Another home's database URL, when they share it (a fleet).
+    pub shared: Option<String>,
+    /// The host id given to host-services here, in a fleet.
+    pub host_id: Option<String>,
 }
 
 /// The daemon a host-service launched outlives the host: the home stops it
@@ -92,7 +96,18 @@ impl Home {
                 .prefix("holdfast-bench")
                 .tempdir()?,
             postgres: None,
+            shared: None,
+            host_id: None,
         })
+    }
+
+    /// Another host's home (its own dir, socket and daemon) on `first`'s
+    /// database, as `host_id`.
+    pub fn sharing(first: &Home, host_id: &str) -> Result<Self> {
+        let mut home = Self::new()?;
+        home.shared = Some(first.database_url());
+        home.host_id = Some(host_id.to_owned());
+        Ok(home)
     }
 
     /// A home whose host-services keep their rows in a new database of the
@@ -111,9 +126,10 @@ impl Home {
 
     /// What host-services here are given as `--database-url`.
     pub fn database_url(&self) -> String {
-        match &self.postgres {
-            Some(name) => format!("postgres://{PG_USER}@{PG_HOST}:5432/{name}"),
-            None => self.database().display().to_string(),
+        match (&self.shared, &self.postgres) {
+            (Some(url), _) => url.clone(),
+            (None, Some(name)) => format!("postgres://{PG_USER}@{PG_HOST}:5432/{name}"),
+            (None, None) => self.database().display().to_string(),
         }
     }
 
@@ -136,6 +152,11 @@ impl Home {
             .arg(self.socket())
             .arg("--database-url")
             .arg(self.database_url())
+            .args(
+                self.host_id
+                    .iter()
+                    .flat_map(|id| ["--host-id", id.as_str()]),
+            )
             .args(["--daemon-bin"])
             .arg(&bins.pty_daemon)
             .args(extra)

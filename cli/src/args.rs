@@ -92,6 +92,11 @@ pub(crate) enum Command {
         /// name.
         #[arg(long, short, conflicts_with = "workspace")]
         all: bool,
+        /// The sessions of every host-service sharing this one's database,
+        /// with a HOST column; a host that does not answer is named, and
+        /// its sessions shown as last recorded.
+        #[arg(long, conflicts_with = "all")]
+        all_hosts: bool,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,

@@ -12,8 +12,8 @@ use crate::args::{Cli, Command, WorkspaceCommand};
 use crate::clients::{Moved, connect, is_on_this_machine, refused};
 use crate::stdout::{say, tell};
 use crate::workspaces::{
-    create_workspace, every_open_list, find_workspace, list_sessions, list_workspaces, merged,
-    open_named, workspace_or_default,
+    create_workspace, every_open_list, find_workspace, list_sessions, list_sessions_of,
+    list_workspaces, merged, open_named, workspace_or_default,
 };
 
 mod args;
@@ -181,6 +181,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Ls {
             workspace,
             all,
+            all_hosts,
             json,
         } => {
             let (list, names) = if all {
@@ -193,7 +194,14 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             } else {
                 let workspace_id =
                     workspace_or_default(&mut clients, workspace.as_deref(), false).await?;
-                (list_sessions(&mut clients, workspace_id).await?, None)
+                let scope = match all_hosts {
+                    true => pb::Scope::AllHosts,
+                    false => pb::Scope::ThisHost,
+                };
+                (
+                    list_sessions_of(&mut clients, workspace_id, scope).await?,
+                    None,
+                )
             };
             if json {
                 say!(

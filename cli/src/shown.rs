@@ -30,7 +30,10 @@ pub fn age(created_at: Option<prost_types::Timestamp>) -> String {
 
 /// A session's state: alive, or how it ended.
 fn state(session: &pb::Session) -> String {
-    if session.alive {
+    if session.unconfirmed {
+        // Its host did not answer: as last recorded, not known alive.
+        "unknown".into()
+    } else if session.alive {
         "alive".into()
     } else {
         ending(session.exit_code, session.signal)
@@ -54,14 +57,24 @@ pub fn print_table(list: &pb::ListSessionsResponse, workspaces: Option<&HashMap<
         Some(_) => format!("  {text}"),
         None => String::new(),
     };
+    // A list of every host says which each session is on.
+    let every_host = list
+        .sessions
+        .iter()
+        .any(|session| !session.host_id.is_empty());
+    let host_column = |text: &str| match every_host {
+        true => format!("  {:<16}", cut_to(text, 16)),
+        false => String::new(),
+    };
     let header = format!(
-        "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  {:<5}{}",
+        "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  {:<5}{}{}",
         "ID",
         "NAME",
         "ATTACHED",
         "STATE",
         "PID",
         "AGE",
+        host_column("HOST"),
         workspace_column("WORKSPACE")
     );
     say!("{}", header.trim_end());
@@ -70,14 +83,20 @@ pub fn print_table(list: &pb::ListSessionsResponse, workspaces: Option<&HashMap<
         let workspace = workspaces
             .and_then(|names| names.get(&session.workspace_id))
             .map_or(session.workspace_id.as_str(), String::as_str);
+        let host = if session.host_name.is_empty() {
+            &session.host_id
+        } else {
+            &session.host_name
+        };
         let line = format!(
-            "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  {:<5}{}",
+            "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  {:<5}{}{}",
             session.session_id,
             name,
             if session.attached { "yes" } else { "no" },
             state(session),
             session.pid,
             age(session.created_at),
+            host_column(host),
             workspace_column(workspace)
         );
         say!("{}", line.trim_end());
@@ -86,6 +105,13 @@ pub fn print_table(list: &pb::ListSessionsResponse, workspaces: Option<&HashMap<
         say!(
             "(memory-only view: {}; background sessions may be missing)",
             list.degraded_reason
+        );
+    }
+    for host in list.hosts.iter().filter(|host| !host.answered) {
+        say!(
+            "(host {} did not answer: {}; its sessions are shown as last recorded)",
+            host.host_name,
+            host.reason
         );
     }
 }
@@ -111,7 +137,20 @@ pub fn list_json(list: &pb::ListSessionsResponse) -> serde_json::Value {
     } else {
         "complete"
     };
-    serde_json::json!({ "sessions": sessions, "source": source, "degraded_reason": list.degraded_reason })
+    let hosts: Vec<_> = list
+        .hosts
+        .iter()
+        .map(|host| {
+            serde_json::json!({
+                "host_id": host.host_id,
+                "host_name": host.host_name,
+                "address": host.address,
+                "answered": host.answered,
+                "reason": host.reason,
+            })
+        })
+        .collect();
+    serde_json::json!({ "sessions": sessions, "source": source, "degraded_reason": list.degraded_reason, "hosts": hosts })
 }
 
 /// Seconds since the epoch, as JSON shows a time.
@@ -129,6 +168,9 @@ fn session_json(session: &pb::Session) -> serde_json::Value {
     serde_json::json!({
         "session_id": session.session_id,
         "workspace_id": session.workspace_id,
+        "host_id": session.host_id,
+        "host_name": session.host_name,
+        "unconfirmed": session.unconfirmed,
         "name": session.name,
         "title": session.title,
         "attached": session.attached,

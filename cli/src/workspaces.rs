@@ -170,10 +170,20 @@ pub(crate) async fn list_sessions(
     clients: &mut Clients,
     workspace_id: String,
 ) -> anyhow::Result<pb::ListSessionsResponse> {
+    list_sessions_of(clients, workspace_id, pb::Scope::ThisHost).await
+}
+
+/// A workspace's live sessions on the hosts `scope` covers.
+pub(crate) async fn list_sessions_of(
+    clients: &mut Clients,
+    workspace_id: String,
+    scope: pb::Scope,
+) -> anyhow::Result<pb::ListSessionsResponse> {
     Ok(clients
         .terminals
         .list_sessions(pb::ListSessionsRequest {
             workspace_id,
+            scope: scope.into(),
             ..Default::default()
         })
         .await

@@ -172,7 +172,21 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     };
     let streams = StreamConnections::new(config.daemon_socket.clone(), config.operation_timeout);
     let background = Background::default();
-    let host = Host::new(live, streams, config.operation_timeout, background.clone());
+    let fleet = sessions::fleet::Fleet::new(
+        beating.clone(),
+        config.host.clone(),
+        config
+            .auth_token
+            .as_ref()
+            .map(|token| token.text().to_owned()),
+    );
+    let host = Host::new(
+        live,
+        streams,
+        config.operation_timeout,
+        background.clone(),
+        fleet,
+    );
     let status = HostStatus {
         health: supervisor.health(),
         database: config.database.clone(),

@@ -464,6 +464,7 @@ impl HostService {
             .count_background_sessions(pb::CountBackgroundSessionsRequest {
                 workspace_id: workspace_id.into(),
                 attached_session_ids: attached.iter().map(|id| id.to_string()).collect(),
+                ..Default::default()
             })
             .await
             .expect("count")

@@ -155,6 +155,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         let unchanged = terminals.list_sessions(host_pb::ListSessionsRequest {
             workspace_id: workspace.clone(),
             if_generation: Some(list.generation),
+            ..Default::default()
         });
         let (took, reply) = time(unchanged).await;
         let reply = reply?.into_inner();

@@ -6,6 +6,11 @@
 //! `CreateSession` at a time (timed). Then `ListSessions` of that
 //! workspace, and a restart's first `SOURCE_COMPLETE` list of them all,
 //! which reads every row the list needs.
+//!
+//! Then a fleet: three host-services on one PostgreSQL database, each with
+//! its own daemon and as many sessions in one shared workspace. Timed:
+//! `ListSessions` of every host (`SCOPE_ALL_HOSTS`) beside the same host's
+//! list of its own.
 
 use std::time::Instant;
 
@@ -71,6 +76,70 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
             Figure::latency(floor),
         ));
     }
+    fleet(ctx).await
+}
+
+/// Three hosts on one database: a list of every host beside one host's.
+async fn fleet(ctx: &mut Ctx) -> Result<()> {
+    const HOSTS: usize = 3;
+    let count = ctx.scale.list_sessions;
+    let first = Home::on_postgres()?;
+    let mut homes = vec![first];
+    for index in 1..HOSTS {
+        let home = Home::sharing(&homes[0], &format!("bench-host-{index}"))?;
+        homes.push(home);
+    }
+    let mut hosts = Vec::new();
+    for home in &homes {
+        hosts.push(home.start_host(&ctx.bins, &[]).await?);
+    }
+    let workspace = hosts[0].workspace("fleet").await?;
+    for host in &mut hosts {
+        host.create_many(&workspace, &["sleep", "86400"], count)
+            .await?;
+    }
+    let (mut own, mut everywhere) = (Samples::default(), Samples::default());
+    let host = &mut hosts[0];
+    for _ in 0..ctx.scale.list_samples {
+        let started = Instant::now();
+        let list = host.list(&workspace).await?;
+        own.push(started.elapsed());
+        anyhow::ensure!(list.sessions.len() == count, "this host's sessions");
+        let started = Instant::now();
+        let list = host
+            .terminals
+            .list_sessions(pb::ListSessionsRequest {
+                workspace_id: workspace.clone(),
+                scope: pb::Scope::AllHosts.into(),
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        everywhere.push(started.elapsed());
+        anyhow::ensure!(
+            list.sessions.len() == HOSTS * count && list.hosts.iter().all(|h| h.answered),
+            "every host's sessions, every host answering"
+        );
+    }
+    let ratio = everywhere.p50().as_secs_f64() / own.p50().as_secs_f64().max(1e-9);
+    let own_subject = format!("ListSessions of one host ({count} sessions)");
+    ctx.report.add(
+        Row::new(
+            NAME,
+            Role::Holdfast,
+            format!("ListSessions of every host ({HOSTS} × {count} sessions)"),
+            Figure::latency(&everywhere),
+        )
+        .against(own_subject.clone())
+        .target("p50 ≤ 3× one host's", ratio <= 3.0)
+        .note("three host-services on one PostgreSQL database, each with its own daemon"),
+    );
+    ctx.report.add(Row::new(
+        NAME,
+        Role::Floor,
+        own_subject,
+        Figure::latency(&own),
+    ));
     Ok(())
 }
 

@@ -43,6 +43,12 @@ impl Token {
         Ok(Some(Self(text.as_bytes().into())))
     }
 
+    /// The token's text, to send to another host.
+    pub fn text(&self) -> &str {
+        // Made from a `&str`, so always UTF-8.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+
     fn len(&self) -> usize {
         self.0.len()
     }

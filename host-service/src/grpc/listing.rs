@@ -51,6 +51,17 @@ fn session_message(session: &LiveSession, output_offset: u64) -> pb::Session {
     }
 }
 
+/// `live`'s sessions as whole messages, with their output offsets: for a
+/// list of every host, which is assembled, not pre-encoded.
+pub fn sessions_of(live: &LiveSessions) -> Vec<pb::Session> {
+    live.rendered
+        .sessions
+        .iter()
+        .zip(live.output_offsets())
+        .map(|(session, offset)| session_message(session, offset))
+        .collect()
+}
+
 /// `source` as `ListSessionsResponse` and `CountBackgroundSessionsResponse`
 /// report it.
 ///

@@ -102,6 +102,10 @@ impl TerminalService for Host {
         request: Request<pb::ListSessionsRequest>,
     ) -> Result<Response<ListSessionsResponse>, Status> {
         let request = request.into_inner();
+        if request.scope() == pb::Scope::AllHosts {
+            let everywhere = self.live_everywhere(&request.workspace_id).await?;
+            return Ok(Response::new(ListSessionsResponse::new(everywhere, 0)));
+        }
         let live = self.live(&request.workspace_id).await?;
         Ok(Response::new(listing::list_sessions_response(
             &live,
@@ -131,6 +135,28 @@ impl TerminalService for Host {
                 validate::id(&format!("attached_session_ids[{at}]"), session_id)?;
             }
         }
+        if request.scope() == pb::Scope::AllHosts {
+            // The same list, counted as a host counts its own.
+            let everywhere = self.live_everywhere(&request.workspace_id).await?;
+            let attached: std::collections::HashSet<&str> = request
+                .attached_session_ids
+                .iter()
+                .map(String::as_str)
+                .collect();
+            let count = everywhere
+                .sessions
+                .iter()
+                .filter(|session| {
+                    !session.unconfirmed && !attached.contains(session.session_id.as_str())
+                })
+                .count();
+            return Ok(Response::new(pb::CountBackgroundSessionsResponse {
+                count: u32::try_from(count).unwrap_or(u32::MAX),
+                source: everywhere.source,
+                degraded_reason: everywhere.degraded_reason,
+                hosts: everywhere.hosts,
+            }));
+        }
         let live = self.live(&request.workspace_id).await?;
         let (source, degraded_reason) = source_to_proto(&live.source);
         Ok(Response::new(pb::CountBackgroundSessionsResponse {
@@ -138,6 +164,7 @@ impl TerminalService for Host {
                 .unwrap_or(u32::MAX),
             source: source.into(),
             degraded_reason,
+            hosts: Vec::new(),
         }))
     }
 

@@ -22,6 +22,7 @@ use crate::daemon::resume::DaemonEvents;
 use crate::daemon::stream_connections::StreamConnections;
 use crate::error::{Error, Result};
 use crate::sessions::client_sizes::{AttachToken, ClientSizes};
+use crate::sessions::fleet::Fleet;
 use crate::sessions::held_sessions::{Adoption, HeldSession, HeldSessions};
 use crate::sessions::live_sessions::{LiveSessionView, LiveSessions, Rows, pick_title};
 use crate::sessions::new_session::NewSession;
@@ -95,6 +96,8 @@ pub struct Host {
     pub(crate) resizing: Arc<tokio::sync::Mutex<()>>,
     /// Clean-up spawned beside the requests, waited for at shutdown.
     pub(crate) background: Background,
+    /// The other hosts sharing the database.
+    pub(crate) fleet: Fleet,
 }
 
 impl Host {
@@ -104,8 +107,10 @@ impl Host {
         streams: StreamConnections,
         operation_timeout: Duration,
         background: Background,
+        fleet: Fleet,
     ) -> Self {
         Self {
+            fleet,
             background,
             streams: Arc::new(streams),
             store: live.store.clone(),
@@ -386,6 +391,32 @@ impl Host {
             }
         }
         Ok(self.live.list_live_sessions(workspace_id, until).await)
+    }
+
+    /// The live sessions of `workspace_id` on every host sharing the
+    /// database: this host's by the derived function, the others' as each
+    /// answers for its own, at the same deadline.
+    pub(crate) async fn live_everywhere(
+        &self,
+        workspace_id: &str,
+    ) -> Result<pb::ListSessionsResponse> {
+        let until = tokio::time::Instant::now() + self.live.deadline;
+        let (own, others) = tokio::join!(
+            self.live(workspace_id),
+            self.fleet.others(workspace_id, until)
+        );
+        let own = own?;
+        let mut sessions = crate::grpc::listing::sessions_of(&own);
+        crate::sessions::fleet::mark_own(&mut sessions, self.fleet.me());
+        sessions.extend(others.sessions);
+        let (source, degraded_reason) = crate::grpc::listing::source_to_proto(&own.source);
+        Ok(pb::ListSessionsResponse {
+            sessions,
+            source: source.into(),
+            degraded_reason,
+            hosts: others.hosts,
+            ..Default::default()
+        })
     }
 
     /// Makes sure a session may be used, and says whether it must be

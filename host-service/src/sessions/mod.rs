@@ -8,6 +8,7 @@
 
 pub mod attach_events;
 pub mod client_sizes;
+pub mod fleet;
 pub mod held_sessions;
 pub mod input;
 pub mod live_sessions;

@@ -71,5 +71,6 @@ pub fn describe(
                     .map(to_micros)
             })
         },
+        ..Default::default()
     }
 }
