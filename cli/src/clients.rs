@@ -178,7 +178,7 @@ impl Moved {
     /// The redirect `status` carries, if it is one.
     fn of(status: &tonic::Status) -> Option<Self> {
         let (reason, about) = holdfast_api::error_details::reason_of(status)?;
-        if reason != "SESSION_ON_ANOTHER_HOST" {
+        if reason != holdfast_api::error_details::Reason::SessionOnAnotherHost.as_str_name() {
             return None;
         }
         let address = about.get("address").filter(|address| !address.is_empty())?;

@@ -200,7 +200,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     reporter.set_serving::<TerminalServiceServer<Host>>().await;
     background.spawn_loop(Arc::clone(&supervisor).run());
     background.spawn(Arc::clone(&reaper).run_every(config.reap_interval, background.stopped()));
-    background.spawn(this_host::beat(beating, background.stopped()));
+    background.spawn_loop(this_host::beat(beating));
     tracing::info!(%address, socket = %config.daemon_socket.display(), version = holdfast_api::VERSION, "host-service serving");
 
     // Both before serving. A signal sent once the service has answered must

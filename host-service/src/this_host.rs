@@ -127,22 +127,18 @@ fn kept_id(data_dir: &Path) -> Result<String, IdentityError> {
     }
 }
 
-/// Refreshes this host's heartbeat every [`HEARTBEAT`] until `stopped`.
+/// Refreshes this host's heartbeat every [`HEARTBEAT`], for ever: run it
+/// with `Background::spawn_loop`, which ends it when the service stops.
 ///
 /// A database that is away only delays it: the next beat tries again.
-pub async fn beat(store: Store, stopped: impl Future<Output = ()>) {
+pub async fn beat(store: Store) {
     let mut ticker = tokio::time::interval(HEARTBEAT);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticker.tick().await;
-    let mut stopped = std::pin::pin!(stopped);
     loop {
-        tokio::select! {
-            _ = ticker.tick() => {
-                if let Err(error) = store.heartbeat(store::micros(SystemTime::now())).await {
-                    tracing::warn!(%error, "this host's heartbeat was not recorded");
-                }
-            }
-            () = &mut stopped => return,
+        ticker.tick().await;
+        if let Err(error) = store.heartbeat(store::micros(SystemTime::now())).await {
+            tracing::warn!(%error, "this host's heartbeat was not recorded");
         }
     }
 }
