@@ -151,6 +151,47 @@ async fn hosts_sharing_a_database_keep_to_their_own_sessions() {
         .into_inner();
     assert_eq!(count.count, 2, "three sessions, one of them attached here");
 
+    // Every list names the host, this host's own and GetSession too.
+    let a_id = a.host_id.clone().expect("A's id");
+    let own = host_a.list(&workspace).await;
+    assert!(
+        own.sessions
+            .iter()
+            .all(|s| s.host_id == a_id && !s.host_name.is_empty()),
+        "{own:?}"
+    );
+    let got = host_a.get_session(&session_of[0]).await;
+    assert_eq!(
+        (got.host_id, got.host_name),
+        (a_id, own.sessions[0].host_name.clone())
+    );
+
+    // A holds C's list between asks and then gets only offsets: output on
+    // C still reaches A's list of every host, and so does a session's end.
+    let echo = host_c
+        .create_session(session_request(&workspace, &["cat"]))
+        .await
+        .session_id;
+    let has = |id: &str, list: &pb::ListSessionsResponse, least: u64| {
+        list.sessions
+            .iter()
+            .any(|s| s.session_id == id && s.output_offset >= least && s.pid > 0)
+    };
+    eventually("A lists C's new session", || async {
+        has(&echo, &everywhere(&host_a).await, 0).then_some(())
+    })
+    .await;
+    host_c.write_input(&echo, "hello from C\n").await;
+    eventually("A sees C's output move on", || async {
+        has(&echo, &everywhere(&host_a).await, 12).then_some(())
+    })
+    .await;
+    host_c.dispose(&echo).await;
+    eventually("A no longer lists it", || async {
+        (on_host(&everywhere(&host_a).await) == expected(false)).then_some(())
+    })
+    .await;
+
     // B's host-service is killed (its daemon runs on): A names B as not
     // answering and shows B's session from its row, unconfirmed, until B
     // is back.
@@ -195,6 +236,31 @@ async fn hosts_sharing_a_database_keep_to_their_own_sessions() {
     assert!(shown.contains("did not answer"), "{shown}");
     let mut host_b = b.start(&[]).await;
     eventually("B confirmed again", || {
+        let listing = everywhere(&host_a);
+        let expected = expected(false);
+        async move { (on_host(&listing.await) == expected).then_some(()) }
+    })
+    .await;
+
+    // C hangs (stopped, its port still open, its heartbeat still fresh):
+    // A's list of every host still answers, by its deadline, naming C.
+    let c_pid = rustix::process::Pid::from_child(&host_c.child);
+    rustix::process::kill_process(c_pid, Signal::STOP).expect("SIGSTOP C");
+    let list = everywhere(&host_a).await;
+    let c_id = c.host_id.clone().expect("C's id");
+    let hung = list.hosts.iter().find(|host| host.host_id == c_id);
+    let _ = rustix::process::kill_process(c_pid, Signal::CONT);
+    let hung = hung.unwrap_or_else(|| panic!("C named: {list:?}"));
+    assert!(
+        !hung.answered && hung.reason.contains("deadline"),
+        "{hung:?}"
+    );
+    let c_session = list.sessions.iter().find(|s| s.session_id == session_of[2]);
+    assert!(
+        c_session.is_some_and(|s| s.unconfirmed && !s.alive),
+        "{list:?}"
+    );
+    eventually("C answers again", || {
         let listing = everywhere(&host_a);
         let expected = expected(false);
         async move { (on_host(&listing.await) == expected).then_some(()) }

@@ -15,24 +15,21 @@ use holdfast_api::proto::host::v1 as pb;
 use holdfast_plumbing::preencoded::{Heads, Preencoded};
 use prost::Message;
 
+use crate::sessions::fleet::{OUTPUT_OFFSET_TAG, Others, SESSIONS_TAG};
 use crate::sessions::live_sessions::{LiveSession, LiveSessions, Rendered, Source};
+use crate::this_host::HostIdentity;
 
-/// `ListSessionsResponse.sessions`.
-const SESSIONS_TAG: u32 = 1;
-/// `Session.output_offset`.
-const OUTPUT_OFFSET_TAG: u32 = 12;
-
-/// A list's sessions encoded without their output offsets.
-pub fn encode_sessions(sessions: &[LiveSession]) -> Heads {
-    let mut heads = Heads::with_capacity(sessions.len(), 96);
+/// A list's sessions, on host `me`, encoded without their output offsets.
+pub fn encode_sessions(sessions: &[LiveSession], me: &HostIdentity) -> Heads {
+    let mut heads = Heads::with_capacity(sessions.len(), 96 + me.id.len() + me.name.len());
     for session in sessions {
-        heads.push(|buf| session_message(session, 0).encode_raw(buf));
+        heads.push(|buf| session_message(session, me).encode_raw(buf));
     }
     heads
 }
 
-/// `session`, as lists show it, with `output_offset`.
-fn session_message(session: &LiveSession, output_offset: u64) -> pb::Session {
+/// `session` on host `me`, as lists show it, but for its output offset.
+fn session_message(session: &LiveSession, me: &HostIdentity) -> pb::Session {
     pb::Session {
         session_id: session.session_id.clone(),
         workspace_id: session.workspace_id.clone(),
@@ -46,20 +43,10 @@ fn session_message(session: &LiveSession, output_offset: u64) -> pb::Session {
         cols: session.cols,
         rows: session.rows,
         created_at: Some(session.created_at.into()),
-        output_offset,
+        host_id: me.id.clone(),
+        host_name: me.name.clone(),
         ..Default::default()
     }
-}
-
-/// `live`'s sessions as whole messages, with their output offsets: for a
-/// list of every host, which is assembled, not pre-encoded.
-pub fn sessions_of(live: &LiveSessions) -> Vec<pb::Session> {
-    live.rendered
-        .sessions
-        .iter()
-        .zip(live.output_offsets())
-        .map(|(session, offset)| session_message(session, offset))
-        .collect()
 }
 
 /// `source` as `ListSessionsResponse` and `CountBackgroundSessionsResponse`
@@ -84,13 +71,42 @@ pub type ListSessionsResponse = Preencoded<pb::ListSessionsResponse>;
 pub fn list_sessions_response(
     live: &LiveSessions,
     if_generation: Option<u64>,
+    me: &HostIdentity,
 ) -> ListSessionsResponse {
     respond(
         &live.rendered,
         live.output_offsets(),
         &live.source,
         if_generation,
+        me,
     )
+}
+
+/// The response of every host: `own`, this host's list, then the sessions
+/// the `others` sent (as they sent them), then those of hosts that did not
+/// answer. Its source is this host's own.
+pub fn everywhere_response(
+    own: &LiveSessions,
+    others: &Others,
+    me: &HostIdentity,
+) -> ListSessionsResponse {
+    let (source, degraded_reason) = source_to_proto(&own.source);
+    let rest = pb::ListSessionsResponse {
+        source: source.into(),
+        degraded_reason,
+        hosts: others.hosts.clone(),
+        ..Default::default()
+    };
+    let rendered = &own.rendered;
+    let heads = rendered
+        .encoded
+        .get_or_init(|| encode_sessions(&rendered.sessions, me));
+    let offsets = own.output_offsets();
+    let mut response = heads.response(rest, SESSIONS_TAG, OUTPUT_OFFSET_TAG, offsets);
+    response.reserve(others.confirmed.len() + others.unconfirmed.len());
+    response.extend(&others.confirmed);
+    response.extend(&others.unconfirmed);
+    response
 }
 
 /// The response for `rendered` with these output offsets.
@@ -99,6 +115,7 @@ fn respond(
     output_offsets: Vec<u64>,
     source: &Source,
     if_generation: Option<u64>,
+    me: &HostIdentity,
 ) -> ListSessionsResponse {
     let (source, degraded_reason) = source_to_proto(source);
     let rest = pb::ListSessionsResponse {
@@ -118,7 +135,7 @@ fn respond(
     }
     let heads = rendered
         .encoded
-        .get_or_init(|| encode_sessions(&rendered.sessions));
+        .get_or_init(|| encode_sessions(&rendered.sessions, me));
     heads.response(rest, SESSIONS_TAG, OUTPUT_OFFSET_TAG, output_offsets)
 }
 
@@ -161,13 +178,20 @@ mod tests {
             (vec![0, 7, 1 << 40], Source::Complete),
             (vec![300, 0, 1], Source::MemoryOnly("hung".to_owned())),
         ] {
-            let response = respond(&rendered, offsets.clone(), &source, None);
+            let me = HostIdentity {
+                id: "host-1".to_owned(),
+                name: "box".to_owned(),
+            };
+            let response = respond(&rendered, offsets.clone(), &source, None, &me);
             let (source, degraded_reason) = source_to_proto(&source);
             let expected = pb::ListSessionsResponse {
                 sessions: sessions
                     .iter()
                     .zip(&offsets)
-                    .map(|(session, &offset)| session_message(session, offset))
+                    .map(|(session, &output_offset)| pb::Session {
+                        output_offset,
+                        ..session_message(session, &me)
+                    })
                     .collect(),
                 source: source.into(),
                 degraded_reason,
@@ -180,8 +204,8 @@ mod tests {
                 expected
             );
             // The same bytes but for their order: each session's offset
-            // comes last, after `name` (16), where a whole encoding puts
-            // it before.
+            // comes last, after `host_name` (18), where a whole encoding
+            // puts it before.
             assert_eq!(bytes.len(), expected.encoded_len());
         }
     }

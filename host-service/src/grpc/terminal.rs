@@ -102,14 +102,17 @@ impl TerminalService for Host {
         request: Request<pb::ListSessionsRequest>,
     ) -> Result<Response<ListSessionsResponse>, Status> {
         let request = request.into_inner();
+        let me = self.fleet.me();
         if request.scope() == pb::Scope::AllHosts {
-            let everywhere = self.live_everywhere(&request.workspace_id).await?;
-            return Ok(Response::new(ListSessionsResponse::new(everywhere, 0)));
+            let (own, others) = self.live_everywhere(&request.workspace_id).await?;
+            let response = listing::everywhere_response(&own, &others, me);
+            return Ok(Response::new(response));
         }
         let live = self.live(&request.workspace_id).await?;
         Ok(Response::new(listing::list_sessions_response(
             &live,
             request.if_generation,
+            me,
         )))
     }
 
@@ -136,25 +139,21 @@ impl TerminalService for Host {
             }
         }
         if request.scope() == pb::Scope::AllHosts {
-            // The same list, counted as a host counts its own.
-            let everywhere = self.live_everywhere(&request.workspace_id).await?;
+            // Each host's list, counted as each host counts its own.
+            let (own, others) = self.live_everywhere(&request.workspace_id).await?;
             let attached: std::collections::HashSet<&str> = request
                 .attached_session_ids
                 .iter()
                 .map(String::as_str)
                 .collect();
-            let count = everywhere
-                .sessions
-                .iter()
-                .filter(|session| {
-                    !session.unconfirmed && !attached.contains(session.session_id.as_str())
-                })
-                .count();
+            let count = own.background_count(&request.attached_session_ids)
+                + others.background_count(&attached);
+            let (source, degraded_reason) = source_to_proto(&own.source);
             return Ok(Response::new(pb::CountBackgroundSessionsResponse {
                 count: u32::try_from(count).unwrap_or(u32::MAX),
-                source: everywhere.source,
-                degraded_reason: everywhere.degraded_reason,
-                hosts: everywhere.hosts,
+                source: source.into(),
+                degraded_reason,
+                hosts: others.hosts,
             }));
         }
         let live = self.live(&request.workspace_id).await?;

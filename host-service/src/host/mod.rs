@@ -394,29 +394,18 @@ impl Host {
     }
 
     /// The live sessions of `workspace_id` on every host sharing the
-    /// database: this host's by the derived function, the others' as each
-    /// answers for its own, at the same deadline.
+    /// database: this host's by the derived function, and what the others
+    /// answer for their own, at the same deadline.
     pub(crate) async fn live_everywhere(
         &self,
         workspace_id: &str,
-    ) -> Result<pb::ListSessionsResponse> {
+    ) -> Result<(LiveSessions, crate::sessions::fleet::Others)> {
         let until = tokio::time::Instant::now() + self.live.deadline;
         let (own, others) = tokio::join!(
             self.live(workspace_id),
             self.fleet.others(workspace_id, until)
         );
-        let own = own?;
-        let mut sessions = crate::grpc::listing::sessions_of(&own);
-        crate::sessions::fleet::mark_own(&mut sessions, self.fleet.me());
-        sessions.extend(others.sessions);
-        let (source, degraded_reason) = crate::grpc::listing::source_to_proto(&own.source);
-        Ok(pb::ListSessionsResponse {
-            sessions,
-            source: source.into(),
-            degraded_reason,
-            hosts: others.hosts,
-            ..Default::default()
-        })
+        Ok((own?, others))
     }
 
     /// Makes sure a session may be used, and says whether it must be
@@ -538,7 +527,12 @@ impl Host {
         };
         let remembered = self.memory.title(&row.id);
         let attached = self.memory.is_attached(&row.id);
-        Ok(session_view::describe(row, now, remembered, attached))
+        let me = self.fleet.me();
+        Ok(pb::Session {
+            host_id: me.id.clone(),
+            host_name: me.name.clone(),
+            ..session_view::describe(row, now, remembered, attached)
+        })
     }
 
     /// Registers a restored session in memory, with what the daemon says of
