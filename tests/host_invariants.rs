@@ -10,6 +10,11 @@
 //! - every live, listed session of an open workspace is listed;
 //! - `CountBackgroundSessions` is the list minus the caller's attached ids.
 //!
+//! On PostgreSQL (`postgres_invariants.rs`) two host-services share the
+//! database, each with its own daemon; steps land on either. Each host then
+//! lists exactly its own sessions by the model, never the other's, and the
+//! list of every host (asked of either) is the union, with its count.
+//!
 //! CI runs a few sequences; HOLDFAST_INVARIANT_CASES=50 runs more.
 
 mod support;
@@ -25,12 +30,13 @@ use support::host::*;
 #[derive(Debug, Clone)]
 enum Step {
     Create {
+        host: usize,
         workspace: usize,
         listed: bool,
     },
     Dispose(usize),
     CloseWorkspace(usize),
-    Restart,
+    Restart(usize),
     /// The program exits on its own (killed behind the services' backs).
     Exit(usize),
     Attach(usize),
@@ -39,10 +45,11 @@ enum Step {
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        4 => (0..2usize, prop::bool::weighted(0.8)).prop_map(|(workspace, listed)| Step::Create { workspace, listed }),
+        4 => (any::<usize>(), 0..2usize, prop::bool::weighted(0.8))
+            .prop_map(|(host, workspace, listed)| Step::Create { host, workspace, listed }),
         2 => any::<usize>().prop_map(Step::Dispose),
         1 => (0..2usize).prop_map(Step::CloseWorkspace),
-        1 => Just(Step::Restart),
+        1 => any::<usize>().prop_map(Step::Restart),
         2 => any::<usize>().prop_map(Step::Exit),
         2 => any::<usize>().prop_map(Step::Attach),
         1 => any::<usize>().prop_map(Step::Detach),
@@ -51,6 +58,8 @@ fn step() -> impl Strategy<Value = Step> {
 
 struct Modelled {
     id: String,
+    /// Which host-service made it (an index into `World::hosts`).
+    host: usize,
     workspace: usize,
     pid: u32,
     listed: bool,
@@ -67,8 +76,8 @@ impl Modelled {
 struct World {
     // Dropped first: a host-service outliving its home would relaunch the
     // daemon the home stops, and leave that one running.
-    host: HostService,
-    home: HostHome,
+    hosts: Vec<HostService>,
+    homes: Vec<HostHome>,
     workspaces: [String; 2],
     closed: [bool; 2],
     sessions: Vec<Modelled>,
@@ -78,20 +87,33 @@ struct World {
 
 impl World {
     async fn new() -> Self {
-        let home = HostHome::new();
-        let mut host = home.start(&["--daemon-deadline-ms", "3000"]).await;
+        let first = HostHome::new();
+        let mut homes = Vec::new();
+        if first.postgres.is_some() {
+            homes.push(HostHome::sharing(&first));
+        }
+        homes.insert(0, first);
+        let mut hosts = Vec::new();
+        for home in &homes {
+            hosts.push(home.start(HOST_FLAGS).await);
+        }
         let workspaces = [
-            host.create_workspace("one").await.workspace_id,
-            host.create_workspace("two").await.workspace_id,
+            hosts[0].create_workspace("one").await.workspace_id,
+            hosts[0].create_workspace("two").await.workspace_id,
         ];
         Self {
-            host,
-            home,
+            hosts,
+            homes,
             workspaces,
             closed: [false; 2],
             sessions: Vec::new(),
             attached: HashMap::new(),
         }
+    }
+
+    /// The host a step names.
+    fn host(&self, n: usize) -> usize {
+        n % self.hosts.len()
     }
 
     fn pick(&self, n: usize) -> Option<usize> {
@@ -100,15 +122,21 @@ impl World {
 
     async fn apply(&mut self, step: &Step) {
         match *step {
-            Step::Create { workspace, listed } => {
+            Step::Create {
+                host,
+                workspace,
+                listed,
+            } => {
                 if self.closed[workspace] {
                     return;
                 }
+                let host = self.host(host);
                 let mut request = session_request(&self.workspaces[workspace], &["cat"]);
                 request.listed = Some(listed);
-                let session = self.host.create_session(request).await;
+                let session = self.hosts[host].create_session(request).await;
                 self.sessions.push(Modelled {
                     id: session.session_id,
+                    host,
                     workspace,
                     pid: session.pid,
                     listed,
@@ -118,20 +146,27 @@ impl World {
             }
             Step::Dispose(n) => {
                 let Some(i) = self.pick(n) else { return };
-                self.host.dispose(&self.sessions[i].id).await;
+                let m = &self.sessions[i];
+                self.hosts[m.host].dispose(&m.id).await;
                 self.sessions[i].stamped = true;
             }
             Step::CloseWorkspace(workspace) => {
                 if self.closed[workspace] {
                     return;
                 }
-                self.host.close_workspace(&self.workspaces[workspace]).await;
+                // Workspaces are shared: closed on one host, closed on all.
+                let host = self.host(workspace);
+                self.hosts[host]
+                    .close_workspace(&self.workspaces[workspace])
+                    .await;
                 self.closed[workspace] = true;
             }
-            Step::Restart => {
-                self.host.stop(Signal::KILL);
-                self.attached.clear();
-                self.host = self.home.start(&["--daemon-deadline-ms", "3000"]).await;
+            Step::Restart(host) => {
+                let host = self.host(host);
+                self.hosts[host].stop(Signal::KILL);
+                let sessions = &self.sessions;
+                self.attached.retain(|&i, _| sessions[i].host != host);
+                self.hosts[host] = self.homes[host].start(HOST_FLAGS).await;
             }
             Step::Exit(n) => {
                 let Some(i) = self.pick(n) else { return };
@@ -154,7 +189,7 @@ impl World {
                 {
                     return;
                 }
-                let stream = self.host.attach(&m.id, None).await;
+                let stream = self.hosts[m.host].attach(&m.id, None).await;
                 self.attached.insert(i, stream);
             }
             Step::Detach(n) => {
@@ -165,62 +200,112 @@ impl World {
         }
     }
 
-    /// The invariants, for both workspaces. An exit is learned from the
-    /// daemon, so lists are polled until they settle on the model; a list
-    /// that ever shows a forbidden session fails at once.
+    /// The invariants, for both workspaces, on each host and then of every
+    /// host. An exit is learned from the daemon, so lists are polled until
+    /// they settle on the model; a list that ever shows a forbidden session
+    /// fails at once.
     async fn check(&mut self, history: &[Step]) {
+        let attached: Vec<String> = self
+            .attached
+            .keys()
+            .map(|&i| self.sessions[i].id.clone())
+            .collect();
+        let attached: Vec<&str> = attached.iter().map(String::as_str).collect();
         for workspace in 0..2 {
-            let expected: BTreeSet<&str> = self
-                .sessions
-                .iter()
-                .filter(|m| m.workspace == workspace && m.should_list(&self.closed))
-                .map(|m| m.id.as_str())
-                .collect();
-            let forbidden: BTreeSet<&str> = self
-                .sessions
-                .iter()
-                .filter(|m| {
-                    m.workspace == workspace && (m.stamped || !m.listed || self.closed[workspace])
-                })
-                .map(|m| m.id.as_str())
-                .collect();
-            let list = self
-                .host
-                .list_until(
-                    "the list to match the model",
-                    &self.workspaces[workspace],
-                    |list| {
-                        let listed: BTreeSet<&str> = ids(list).into_iter().collect();
-                        assert!(
-                            listed.is_disjoint(&forbidden),
-                            "disposed, stamped or hidden sessions listed: {:?} after {history:?}",
-                            listed.intersection(&forbidden).collect::<Vec<_>>()
-                        );
-                        is_complete(list) && listed == expected
-                    },
-                )
-                .await;
-            let attached: Vec<String> = self
-                .attached
-                .keys()
-                .map(|&i| self.sessions[i].id.clone())
-                .collect();
-            let attached_listed = ids(&list)
-                .iter()
-                .filter(|id| attached.iter().any(|a| a == *id))
-                .count();
-            let attached: Vec<&str> = attached.iter().map(String::as_str).collect();
-            let count = self
-                .host
-                .count(&self.workspaces[workspace], &attached)
-                .await;
+            let id = &self.workspaces[workspace];
+            for host in 0..self.hosts.len() {
+                let on_host = |m: &Modelled| m.host == host && m.workspace == workspace;
+                let expected = self.ids(|m| on_host(m) && m.should_list(&self.closed));
+                // Another host's session is forbidden here, whatever it is.
+                let forbidden = self.ids(|m| {
+                    m.workspace == workspace
+                        && (m.host != host || m.stamped || !m.listed || self.closed[workspace])
+                });
+                let list = self.hosts[host]
+                    .list_until("the list to match the model", id, |list| {
+                        settled(list, &expected, &forbidden, history)
+                    })
+                    .await;
+                let count = self.hosts[host].count(id, &attached).await;
+                assert_eq!(
+                    count.count as usize,
+                    background(&list, &attached),
+                    "count is the list minus the attached, on host {host}, after {history:?}"
+                );
+            }
+            if self.hosts.len() == 1 {
+                continue;
+            }
+            // Every host's, asked of the host of this workspace's number.
+            let expected = self.ids(|m| m.workspace == workspace && m.should_list(&self.closed));
+            let forbidden = self.ids(|m| {
+                m.workspace == workspace && (m.stamped || !m.listed || self.closed[workspace])
+            });
+            let asked = &self.hosts[self.host(workspace)];
+            let list = support::eventually("every host's list to match the model", || {
+                let mut terminals = asked.terminals.clone();
+                let request = pb::ListSessionsRequest {
+                    workspace_id: id.clone(),
+                    scope: pb::Scope::AllHosts.into(),
+                    ..Default::default()
+                };
+                let (expected, forbidden) = (&expected, &forbidden);
+                async move {
+                    let list = terminals.list_sessions(request).await.ok()?.into_inner();
+                    let answered = list.hosts.iter().all(|host| host.answered);
+                    (answered && settled(&list, expected, forbidden, history)).then_some(list)
+                }
+            })
+            .await;
+            assert!(
+                list.sessions
+                    .iter()
+                    .all(|s| !s.unconfirmed && !s.host_id.is_empty()),
+                "{list:?}"
+            );
+            let count = asked.count_in(id, &attached, pb::Scope::AllHosts).await;
             assert_eq!(
                 count.count as usize,
-                list.sessions.len() - attached_listed,
-                "count is the list minus the attached, after {history:?}"
+                background(&list, &attached),
+                "every host's count is its list minus the attached, after {history:?}"
             );
         }
     }
+
+    /// The ids of the modelled sessions `which` picks.
+    fn ids(&self, which: impl Fn(&Modelled) -> bool) -> BTreeSet<String> {
+        self.sessions
+            .iter()
+            .filter(|m| which(m))
+            .map(|m| m.id.clone())
+            .collect()
+    }
+}
+
+/// Flags every host-service here starts with: a deadline long enough that
+/// a slow machine's lists are complete.
+const HOST_FLAGS: &[&str] = &["--daemon-deadline-ms", "3000"];
+
+/// Whether `list` is complete and lists exactly `expected`; panics at once
+/// if it lists anything `forbidden`.
+fn settled(
+    list: &pb::ListSessionsResponse,
+    expected: &BTreeSet<String>,
+    forbidden: &BTreeSet<String>,
+    history: &[Step],
+) -> bool {
+    let listed: BTreeSet<String> = ids(list).into_iter().map(str::to_owned).collect();
+    assert!(
+        listed.is_disjoint(forbidden),
+        "sessions listed that must not be: {:?} after {history:?}",
+        listed.intersection(forbidden).collect::<Vec<_>>()
+    );
+    is_complete(list) && &listed == expected
+}
+
+/// How many of `list`'s sessions are not in `attached`.
+fn background(list: &pb::ListSessionsResponse, attached: &[&str]) -> usize {
+    ids(list).iter().filter(|id| !attached.contains(id)).count()
 }
 
 #[test]

@@ -139,16 +139,8 @@ async fn hosts_sharing_a_database_keep_to_their_own_sessions() {
         "{list:?}"
     );
     let count = host_a
-        .terminals
-        .clone()
-        .count_background_sessions(pb::CountBackgroundSessionsRequest {
-            workspace_id: workspace.clone(),
-            attached_session_ids: vec![session_of[2].clone()],
-            scope: pb::Scope::AllHosts.into(),
-        })
-        .await
-        .expect("count every host")
-        .into_inner();
+        .count_in(&workspace, &[&session_of[2]], pb::Scope::AllHosts)
+        .await;
     assert_eq!(count.count, 2, "three sessions, one of them attached here");
 
     // Every list names the host, this host's own and GetSession too.
@@ -365,4 +357,16 @@ async fn hosts_sharing_a_database_keep_to_their_own_sessions() {
     host_c
         .list_until("C's untouched", &workspace, only(2))
         .await;
+
+    // A workspace closed on B closes on every host: C's program in it is
+    // killed by C, told by B, and no host lists it.
+    host_c
+        .list_until("C's own, listed", &workspace, only(2))
+        .await;
+    let c_pid = host_c.get_session(&session_of[2]).await.pid;
+    host_b.close_workspace(&workspace).await;
+    support::process_gone(c_pid).await;
+    let list = host_c.list(&workspace).await;
+    assert!(list.sessions.is_empty(), "{list:?}");
+    assert!(everywhere(&host_a).await.sessions.is_empty());
 }

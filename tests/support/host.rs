@@ -460,11 +460,23 @@ impl HostService {
         workspace_id: &str,
         attached: &[&str],
     ) -> pb::CountBackgroundSessionsResponse {
+        self.count_in(workspace_id, attached, pb::Scope::ThisHost)
+            .await
+    }
+
+    /// `CountBackgroundSessions` of `scope`.
+    pub async fn count_in(
+        &self,
+        workspace_id: &str,
+        attached: &[&str],
+        scope: pb::Scope,
+    ) -> pb::CountBackgroundSessionsResponse {
         self.terminals
+            .clone()
             .count_background_sessions(pb::CountBackgroundSessionsRequest {
                 workspace_id: workspace_id.into(),
                 attached_session_ids: attached.iter().map(|id| id.to_string()).collect(),
-                ..Default::default()
+                scope: scope.into(),
             })
             .await
             .expect("count")

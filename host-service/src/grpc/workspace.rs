@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::grpc::api::workspace_service_server::WorkspaceService;
 use crate::grpc::paging::Page;
 use crate::host::{Host, workspace_to_proto};
+use crate::sessions::fleet::RELAYED_HEADER;
 use crate::store::{self, WorkspaceRow};
 use crate::validate;
 
@@ -63,11 +64,12 @@ impl WorkspaceService for Host {
         &self,
         request: Request<pb::CloseWorkspaceRequest>,
     ) -> Result<Response<pb::CloseWorkspaceResponse>, Status> {
+        let relayed = request.metadata().contains_key(RELAYED_HEADER);
         let request = request.into_inner();
         let workspace_id = validate::id("workspace_id", &request.workspace_id)?.to_owned();
         let host = self.clone();
         let closed = self
-            .to_completion(async move { host.close(workspace_id).await })
+            .to_completion(async move { host.close(workspace_id, relayed).await })
             .await?;
         Ok(Response::new(closed))
     }

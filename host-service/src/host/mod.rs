@@ -660,7 +660,11 @@ impl Host {
 
     /// Closes a workspace (`CloseWorkspace`): stamps it and its sessions,
     /// forgets them, and has the daemon kill them.
-    pub(crate) async fn close(&self, workspace_id: String) -> Result<pb::CloseWorkspaceResponse> {
+    pub(crate) async fn close(
+        &self,
+        workspace_id: String,
+        relayed: bool,
+    ) -> Result<pb::CloseWorkspaceResponse> {
         let now = store::micros(SystemTime::now());
         let (workspace, stamped) = self
             .store
@@ -668,18 +672,40 @@ impl Host {
             .await
             .map_err(Error::from)?
             .ok_or_else(|| Error::WorkspaceNotFound(workspace_id.clone()))?;
-        for session_id in &stamped {
+        // This host's sessions of the workspace: those it stamped, and those
+        // it holds, which another host's close stamped. Stamped rows are
+        // never listed again. Killing them is the reaper's job if the
+        // daemon cannot be reached now.
+        let me = &self.fleet.me().id;
+        let mut own: std::collections::BTreeSet<String> = stamped
+            .iter()
+            .filter(|(_, host)| host == me)
+            .map(|(session_id, _)| session_id.clone())
+            .collect();
+        own.extend(
+            self.memory
+                .snapshot(&workspace_id)
+                .into_iter()
+                .map(|session| session.session_id),
+        );
+        for session_id in &own {
             self.memory.remove(session_id);
         }
-        // Stamped rows are never listed again. Killing them is the reaper's
-        // job if the daemon cannot be reached now.
-        let kills = stamped.iter().map(|session_id| async move {
+        let kills = own.iter().map(|session_id| async move {
             if let Err(error) = self.kill(session_id).await {
                 tracing::warn!(%session_id, %error, "kill on close failed; the reaper will retry");
             }
         });
-        futures_util::future::join_all(kills).await;
-        tracing::info!(%workspace_id, stamped = stamped.len(), "workspace closed");
+        // The other hosts kill theirs, told here unless this is one of them
+        // being told: a close is never relayed twice.
+        let relay = async {
+            if !relayed {
+                let until = tokio::time::Instant::now() + self.operation_timeout;
+                self.fleet.close_elsewhere(&workspace_id, until).await;
+            }
+        };
+        tokio::join!(futures_util::future::join_all(kills), relay);
+        tracing::info!(%workspace_id, stamped = stamped.len(), killed = own.len(), "workspace closed");
         Ok(pb::CloseWorkspaceResponse {
             stamped: u32::try_from(stamped.len()).unwrap_or(u32::MAX),
             workspace: Some(workspace_to_proto(workspace)),

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use holdfast_api::codec::SliceCodec;
 use holdfast_api::proto::host::v1 as pb;
+use holdfast_api::proto::host::v1::workspace_service_client::WorkspaceServiceClient;
 use holdfast_plumbing::preencoded::{Entries, Heads, Kept};
 use prost::Message;
 use tokio::time::Instant;
@@ -56,6 +57,9 @@ const MOST_HELD: usize = 256;
 /// How long a read of the hosts table serves lists. A host that registers
 /// is asked within this long; one that stops answering is named at once.
 const HOSTS_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Marks a request one host relays to another, which must not relay it on.
+pub const RELAYED_HEADER: &str = "holdfast-relayed";
 
 /// `ListSessionsResponse.sessions`.
 pub const SESSIONS_TAG: u32 = 1;
@@ -255,16 +259,11 @@ impl Fleet {
         if_generation: Option<u64>,
     ) -> Result<Answer, String> {
         let channel = self.channel(&host.address)?;
-        let mut request = tonic::Request::new(pb::ListSessionsRequest {
+        let request = self.request(pb::ListSessionsRequest {
             workspace_id: workspace_id.to_owned(),
             scope: pb::Scope::ThisHost.into(),
             if_generation,
         });
-        if let Some(token) = &self.token
-            && let Ok(value) = format!("Bearer {token}").parse()
-        {
-            request.metadata_mut().insert("authorization", value);
-        }
         let mut grpc = tonic::client::Grpc::new(channel);
         grpc.ready()
             .await
@@ -288,6 +287,54 @@ impl Fleet {
 }
 
 impl Fleet {
+    /// Tells every other host that `workspace_id` is closed, by `until`, so
+    /// each kills and forgets its own sessions of it now. One that is not
+    /// told (down, hung) finds them stamped: its reaper kills them, and a
+    /// restart never lists them.
+    pub async fn close_elsewhere(&self, workspace_id: &str, until: Instant) {
+        let hosts = self.hosts(until).await;
+        let told = hosts
+            .iter()
+            .filter(|host| host.id != self.me.id && !host.address.is_empty())
+            .map(|host| async move {
+                let channel = self.channel(&host.address)?;
+                let mut request = self.request(pb::CloseWorkspaceRequest {
+                    workspace_id: workspace_id.to_owned(),
+                });
+                request.metadata_mut().insert(
+                    RELAYED_HEADER,
+                    tonic::metadata::MetadataValue::from_static("1"),
+                );
+                let mut client = WorkspaceServiceClient::new(channel);
+                match tokio::time::timeout_at(until, client.close_workspace(request)).await {
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(status)) => Err(format!("it refused: {}", status.message())),
+                    Err(_) => Err("it did not answer in time".to_owned()),
+                }
+            });
+        let answers = futures_util::future::join_all(told).await;
+        for (host, answer) in hosts
+            .iter()
+            .filter(|host| host.id != self.me.id)
+            .zip(answers)
+        {
+            if let Err(reason) = answer {
+                tracing::warn!(host = %host.name, %workspace_id, %reason, "another host was not told of a closed workspace; its reaper will end its sessions");
+            }
+        }
+    }
+
+    /// `message` as a request to another host, with the bearer token.
+    fn request<T>(&self, message: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        if let Some(token) = &self.token
+            && let Ok(value) = format!("Bearer {token}").parse()
+        {
+            request.metadata_mut().insert("authorization", value);
+        }
+        request
+    }
+
     /// The kept connection to `address`, made (lazily) if there is none.
     fn channel(&self, address: &str) -> Result<Channel, String> {
         let mut channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);

@@ -458,12 +458,13 @@ impl Store {
     /// one transaction.
     ///
     /// It keeps the first close time. Returns the workspace and the
-    /// sessions newly stamped.
+    /// sessions newly stamped, each with its host: a workspace closes on
+    /// every host at once.
     pub async fn close_workspace(
         &self,
         id: &str,
         now: i64,
-    ) -> Result<Option<(WorkspaceRow, Vec<String>)>> {
+    ) -> Result<Option<(WorkspaceRow, Vec<(String, String)>)>> {
         let id = id.to_owned();
         self.run("closing a workspace", move |conn| {
             conn.write_transaction(|conn| {
@@ -484,7 +485,7 @@ impl Store {
                 };
                 let stamped = diesel::update(unstamped_in(&id))
                     .set(terminal_sessions::dispose_requested_at.eq(now))
-                    .returning(terminal_sessions::id)
+                    .returning((terminal_sessions::id, terminal_sessions::host_id))
                     .get_results(conn)?;
                 Ok(Some((workspace, stamped)))
             })
