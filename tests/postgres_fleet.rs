@@ -336,13 +336,14 @@ async fn hosts_sharing_a_database_keep_to_their_own_sessions() {
         .list_until("B's still listed", &workspace, only(1))
         .await;
 
-    // The CLI follows the refusal by itself: a kill sent to C reaches B.
+    // The CLI finds B's session by the start of its id, asked of C, and
+    // follows the refusal by itself: a kill sent to C reaches B.
     let killed = std::process::Command::new(binary("holdfast"))
         .args([
             "--addr",
             host_c.address.as_str(),
             "kill",
-            session_of[1].as_str(),
+            &session_of[1][..13],
         ])
         .output()
         .expect("run holdfast");
@@ -369,4 +370,28 @@ async fn hosts_sharing_a_database_keep_to_their_own_sessions() {
     let list = host_c.list(&workspace).await;
     assert!(list.sessions.is_empty(), "{list:?}");
     assert!(everywhere(&host_a).await.sessions.is_empty());
+}
+
+/// Hosts started at the same moment on a new database (a fleet brought up
+/// together) all start: the migrations run one host at a time.
+#[tokio::test]
+async fn hosts_started_together_on_a_new_database_all_start() {
+    let a = HostHome::new();
+    if a.postgres.is_none() {
+        eprintln!("skipped: no PostgreSQL (see tests/support/postgres.rs)");
+        return;
+    }
+    let (b, c) = (HostHome::sharing(&a), HostHome::sharing(&a));
+    let (host_a, host_b, host_c) = tokio::join!(a.start(&[]), b.start(&[]), c.start(&[]));
+    for host in [&host_a, &host_b, &host_c] {
+        let hosts = pb::status_service_client::StatusServiceClient::connect(host.address.clone())
+            .await
+            .expect("connect")
+            .list_hosts(pb::ListHostsRequest {})
+            .await
+            .expect("list hosts")
+            .into_inner()
+            .hosts;
+        assert_eq!(hosts.len(), 3, "{hosts:?}");
+    }
 }

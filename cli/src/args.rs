@@ -94,8 +94,9 @@ pub(crate) enum Command {
         all: bool,
         /// The sessions of every host-service sharing this one's database,
         /// with a HOST column; a host that does not answer is named, and
-        /// its sessions shown as last recorded.
-        #[arg(long, conflicts_with = "all")]
+        /// its sessions shown as last recorded. With --all, of every open
+        /// workspace.
+        #[arg(long)]
         all_hosts: bool,
         /// Print JSON instead of a table.
         #[arg(long)]

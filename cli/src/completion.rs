@@ -161,7 +161,9 @@ pub fn registration(shell: clap_complete::Shell) -> anyhow::Result<String> {
 /// A session is offered by its name where that is one session's and a
 /// shell takes it as it is. Otherwise it is offered by its id.
 pub fn sessions() -> Vec<CompletionCandidate> {
-    let Some(lists) = ask(|mut clients| async move { every_open_list(&mut clients).await }) else {
+    let Some(lists) =
+        ask(|mut clients| async move { every_open_list(&mut clients, pb::Scope::ThisHost).await })
+    else {
         return Vec::new();
     };
     let sessions: Vec<(&pb::Workspace, &pb::Session)> = lists

@@ -185,7 +185,11 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             json,
         } => {
             let (list, names) = if all {
-                let lists = every_open_list(&mut clients).await?;
+                let scope = match all_hosts {
+                    true => pb::Scope::AllHosts,
+                    false => pb::Scope::ThisHost,
+                };
+                let lists = every_open_list(&mut clients, scope).await?;
                 let names = lists
                     .iter()
                     .map(|(workspace, _)| (workspace.workspace_id.clone(), workspace.name.clone()))
@@ -209,7 +213,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                     serde_json::to_string_pretty(&shown::list_json(&list))?
                 );
             } else {
-                shown::print_table(&list, names.as_ref());
+                shown::print_table(&list, names.as_ref(), all_hosts);
             }
         }
         Command::Count { workspace } => {

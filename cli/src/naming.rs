@@ -79,7 +79,14 @@ pub async fn session_id(clients: &mut Clients, given: &str) -> anyhow::Result<St
     let by_name = |s: &pb::Session| s.name == given;
     let by_title = |s: &pb::Session| s.title == given;
     let by_id = |s: &pb::Session| s.session_id.starts_with(&prefix);
-    let candidates = live_sessions(clients, |s| by_name(s) || by_title(s) || by_id(s)).await?;
+    let pick = |s: &pb::Session| by_name(s) || by_title(s) || by_id(s);
+    // This host's first; then every host's, for a session elsewhere in
+    // the fleet (a command on it is then sent there).
+    let mut candidates = live_sessions(clients, pb::Scope::ThisHost, pick).await?;
+    if candidates.is_empty() {
+        candidates =
+            live_sessions(clients, pb::Scope::AllHosts, |s| !s.unconfirmed && pick(s)).await?;
+    }
     let tiers: [&dyn Fn(&pb::Session) -> bool; 3] = [&by_name, &by_title, &by_id];
     let found: Vec<&pb::Session> = tiers
         .iter()
@@ -107,7 +114,7 @@ pub async fn the_only_session(clients: &mut Clients) -> anyhow::Result<String> {
     // Never the one this command runs in. Attached to itself, a session
     // would show its own output back to itself for ever.
     let this_one = this_session();
-    let mut found = live_sessions(clients, |session| {
+    let mut found = live_sessions(clients, pb::Scope::ThisHost, |session| {
         this_one.as_deref() != Some(session.session_id.as_str())
     })
     .await?;
@@ -133,7 +140,8 @@ pub async fn refuse_taken(
     name: &str,
     renamed: Option<&str>,
 ) -> anyhow::Result<()> {
-    for (workspace, list) in every_open_list(clients).await? {
+    // Names are handles across the fleet: one of another host's is taken.
+    for (workspace, list) in every_open_list(clients, pb::Scope::AllHosts).await? {
         let taken = list
             .sessions
             .iter()
@@ -150,16 +158,18 @@ pub async fn refuse_taken(
     Ok(())
 }
 
-/// The live sessions of every open workspace that `pick` takes.
+/// The live sessions of every open workspace, on the hosts `scope`
+/// covers, that `pick` takes.
 ///
 /// It is refused while a list is memory-only. A session missing from it
 /// would be guessed past.
 async fn live_sessions(
     clients: &mut Clients,
+    scope: pb::Scope,
     pick: impl Fn(&pb::Session) -> bool,
 ) -> anyhow::Result<Vec<pb::Session>> {
     let mut found = Vec::new();
-    for (workspace, list) in every_open_list(clients).await? {
+    for (workspace, list) in every_open_list(clients, scope).await? {
         if list.source == pb::Source::MemoryOnly as i32 {
             bail!(
                 "workspace {:?} can only be listed from memory for now ({}): name the session by its whole id",

@@ -52,16 +52,16 @@ pub fn ending(exit_code: Option<i32>, signal: Option<i32>) -> String {
 /// Prints `list` as a table.
 ///
 /// With `workspaces` (id → name), it shows each session's workspace too.
-pub fn print_table(list: &pb::ListSessionsResponse, workspaces: Option<&HashMap<String, String>>) {
+pub fn print_table(
+    list: &pb::ListSessionsResponse,
+    workspaces: Option<&HashMap<String, String>>,
+    every_host: bool,
+) {
     let workspace_column = |text: &str| match workspaces {
         Some(_) => format!("  {text}"),
         None => String::new(),
     };
     // A list of every host says which each session is on.
-    let every_host = list
-        .sessions
-        .iter()
-        .any(|session| !session.host_id.is_empty());
     let host_column = |text: &str| match every_host {
         true => format!("  {:<16}", cut_to(text, 16)),
         false => String::new(),

@@ -191,14 +191,17 @@ pub(crate) async fn list_sessions_of(
         .into_inner())
 }
 
-/// Every open workspace, oldest first, with its live sessions.
+/// Every open workspace, oldest first, with its live sessions on the
+/// hosts `scope` covers.
 pub(crate) async fn every_open_list(
     clients: &mut Clients,
+    scope: pb::Scope,
 ) -> anyhow::Result<Vec<(pb::Workspace, pb::ListSessionsResponse)>> {
     let mut lists = Vec::new();
     for workspace in list_workspaces(clients, true).await? {
         if workspace.closed_at.is_none() {
-            let list = list_sessions(clients, workspace.workspace_id.clone()).await?;
+            let id = workspace.workspace_id.clone();
+            let list = list_sessions_of(clients, id, scope).await?;
             lists.push((workspace, list));
         }
     }
@@ -211,6 +214,7 @@ pub(crate) fn merged(
 ) -> pb::ListSessionsResponse {
     lists.fold(pb::ListSessionsResponse::default(), |mut all, list| {
         all.sessions.extend(list.sessions);
+        all.hosts.extend(list.hosts);
         if list.source == pb::Source::MemoryOnly as i32 {
             all.source = list.source;
             all.degraded_reason = list.degraded_reason;

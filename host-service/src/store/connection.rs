@@ -5,6 +5,7 @@ use deadpool::managed::{self, Metrics, RecycleError, RecycleResult};
 use deadpool_sync::SyncWrapper;
 use diesel::connection::{Connection, TransactionManager};
 use diesel::prelude::*;
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness};
 
 use crate::store::database::Database;
 
@@ -21,6 +22,24 @@ pub enum AnyConnection {
 const WRITE_LOCK: i64 = 0x686f_6c64;
 
 impl AnyConnection {
+    /// Runs the pending migrations. On PostgreSQL one host at a time:
+    /// hosts started together on a new database would otherwise race to
+    /// create the same tables, and all but one fail to start.
+    pub fn migrate(&mut self, migrations: EmbeddedMigrations) -> QueryResult<()> {
+        let run = |conn: &mut Self| {
+            conn.run_pending_migrations(migrations)
+                .map(|_| ())
+                .map_err(diesel::result::Error::QueryBuilderError)
+        };
+        if !matches!(self, Self::Postgresql(_)) {
+            return run(self);
+        }
+        diesel::select(pg_advisory_lock(MIGRATION_LOCK)).execute(self)?;
+        let ran = run(self);
+        let unlocked = diesel::select(pg_advisory_unlock(MIGRATION_LOCK)).execute(self);
+        ran.and(unlocked.map(|_| ()))
+    }
+
     /// Runs `work` in a transaction that holds the database's write lock
     /// from its first statement, committing if it succeeds.
     ///
@@ -64,6 +83,19 @@ diesel::define_sql_function! {
     /// PostgreSQL's lock held until the transaction ends.
     fn pg_advisory_xact_lock(key: diesel::sql_types::BigInt);
 }
+
+diesel::define_sql_function! {
+    /// PostgreSQL's lock held until it is let go (or the session ends).
+    fn pg_advisory_lock(key: diesel::sql_types::BigInt);
+}
+
+diesel::define_sql_function! {
+    /// Lets go of a `pg_advisory_lock`.
+    fn pg_advisory_unlock(key: diesel::sql_types::BigInt) -> diesel::sql_types::Bool;
+}
+
+/// The key of the PostgreSQL advisory lock migrations run under ("hfmg").
+const MIGRATION_LOCK: i64 = 0x6866_6d67;
 
 /// A pooled connection, used on a blocking thread of its own.
 pub type Pooled = SyncWrapper<AnyConnection>;

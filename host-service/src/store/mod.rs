@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use deadpool::managed::Pool;
 use diesel::prelude::*;
-use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+use diesel_migrations::{EmbeddedMigrations, embed_migrations};
 
 use crate::store::connection::{AnyConnection, Connector};
 use crate::store::database::Database;
@@ -333,11 +333,7 @@ impl Store {
             host: host_id.into(),
         };
         store
-            .run("running migrations", |conn| {
-                conn.run_pending_migrations(MIGRATIONS)
-                    .map(|_| ())
-                    .map_err(diesel::result::Error::QueryBuilderError)
-            })
+            .run("running migrations", |conn| conn.migrate(MIGRATIONS))
             .await
             .map_err(|error| open_error(error.to_string()))?;
         Ok(store)
