@@ -17,36 +17,16 @@ use prost::Message;
 
 use crate::sessions::fleet::{OUTPUT_OFFSET_TAG, Others, SESSIONS_TAG};
 use crate::sessions::live_sessions::{LiveSession, LiveSessions, Rendered, Source};
+use crate::sessions::session_view;
 use crate::this_host::HostIdentity;
 
 /// A list's sessions, on host `me`, encoded without their output offsets.
 pub fn encode_sessions(sessions: &[LiveSession], me: &HostIdentity) -> Heads {
     let mut heads = Heads::with_capacity(sessions.len(), 96 + me.id.len() + me.name.len());
     for session in sessions {
-        heads.push(|buf| session_message(session, me).encode_raw(buf));
+        heads.push(|buf| session_view::listed(session, me).encode_raw(buf));
     }
     heads
-}
-
-/// `session` on host `me`, as lists show it, but for its output offset.
-fn session_message(session: &LiveSession, me: &HostIdentity) -> pb::Session {
-    pb::Session {
-        session_id: session.session_id.clone(),
-        workspace_id: session.workspace_id.clone(),
-        title: session.title.clone(),
-        name: session.name.clone(),
-        attached: session.attached,
-        alive: true,
-        exit_code: None,
-        signal: None,
-        pid: session.pid,
-        cols: session.cols,
-        rows: session.rows,
-        created_at: Some(session.created_at.into()),
-        host_id: me.id.clone(),
-        host_name: me.name.clone(),
-        ..Default::default()
-    }
 }
 
 /// `source` as `ListSessionsResponse` and `CountBackgroundSessionsResponse`
@@ -190,7 +170,7 @@ mod tests {
                     .zip(&offsets)
                     .map(|(session, &output_offset)| pb::Session {
                         output_offset,
-                        ..session_message(session, &me)
+                        ..session_view::listed(session, &me)
                     })
                     .collect(),
                 source: source.into(),

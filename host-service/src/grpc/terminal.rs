@@ -116,6 +116,21 @@ impl TerminalService for Host {
         )))
     }
 
+    type WatchSessionsStream = crate::sessions::watch::WatchStream;
+
+    async fn watch_sessions(
+        &self,
+        request: Request<pb::WatchSessionsRequest>,
+    ) -> Result<Response<Self::WatchSessionsStream>, Status> {
+        let request = request.into_inner();
+        let workspace_id = validate::id("workspace_id", &request.workspace_id)?;
+        let watches = std::sync::Arc::clone(&self.watches);
+        let stream = watches
+            .watch(self, workspace_id, request.since_revision)
+            .await?;
+        Ok(Response::new(stream))
+    }
+
     async fn count_background_sessions(
         &self,
         request: Request<pb::CountBackgroundSessionsRequest>,

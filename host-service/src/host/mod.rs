@@ -6,6 +6,7 @@
 //! an attach stream, close a workspace.
 
 mod streams;
+mod watching;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -98,6 +99,8 @@ pub struct Host {
     pub(crate) background: Background,
     /// The other hosts sharing the database.
     pub(crate) fleet: Fleet,
+    /// The watches of this host's workspaces.
+    pub(crate) watches: Arc<crate::sessions::watch::Watches>,
 }
 
 impl Host {
@@ -121,6 +124,7 @@ impl Host {
             workspaces: Arc::default(),
             sizes: Arc::default(),
             resizing: Arc::default(),
+            watches: Arc::default(),
         }
     }
 

@@ -76,6 +76,17 @@ struct Inner {
     /// Counts changes to `sessions`, so a list made from them can tell
     /// whether it still holds.
     generation: u64,
+    /// Tells watches of each change to `sessions` (its new generation).
+    changes: Changes,
+}
+
+/// The sender of memory's changes.
+struct Changes(tokio::sync::watch::Sender<u64>);
+
+impl Default for Changes {
+    fn default() -> Self {
+        Self(tokio::sync::watch::channel(0).0)
+    }
 }
 
 /// The registrations of one session under way.
@@ -126,6 +137,9 @@ impl Inner {
     /// `sessions`, for a change.
     fn sessions_mut(&mut self) -> &mut HashMap<String, HeldSession> {
         self.generation += 1;
+        // Under the lock: a watch woken by it reads memory after the
+        // change, once the lock is let go.
+        self.changes.0.send_replace(self.generation);
         &mut self.sessions
     }
 }
@@ -312,6 +326,11 @@ impl HeldSessions {
             session.exit.get_or_insert((None, None));
         }
         sessions.retain(|_, session| session.attachments > 0);
+    }
+
+    /// Each change to the registered sessions, as its new generation.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner().changes.0.subscribe()
     }
 
     /// Counts changes to the registered sessions.

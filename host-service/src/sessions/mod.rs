@@ -14,3 +14,4 @@ pub mod input;
 pub mod live_sessions;
 pub mod new_session;
 pub mod session_view;
+pub mod watch;

@@ -1,4 +1,4 @@
-//! One session as `GetSession` describes it.
+//! One session as `GetSession` describes it, and as lists show it.
 //!
 //! Its row (what it was started with, and its end once recorded) is joined
 //! with what the daemon says of it now. That is fresher while the daemon
@@ -7,8 +7,9 @@
 use holdfast_api::proto::daemon::v1 as daemon;
 use holdfast_api::proto::host::v1 as pb;
 
-use crate::sessions::live_sessions::pick_title;
+use crate::sessions::live_sessions::{LiveSession, pick_title};
 use crate::store::{self, SessionRow};
+use crate::this_host::HostIdentity;
 
 /// The session of `row`, as the daemon reports it, with the title and
 /// `attached` this process's memory holds of it, as lists show them.
@@ -71,6 +72,27 @@ pub fn describe(
                     .map(to_micros)
             })
         },
+        ..Default::default()
+    }
+}
+
+/// `session` on host `me`, as lists show it, but for its output offset.
+pub fn listed(session: &LiveSession, me: &HostIdentity) -> pb::Session {
+    pb::Session {
+        session_id: session.session_id.clone(),
+        workspace_id: session.workspace_id.clone(),
+        title: session.title.clone(),
+        name: session.name.clone(),
+        attached: session.attached,
+        alive: true,
+        exit_code: None,
+        signal: None,
+        pid: session.pid,
+        cols: session.cols,
+        rows: session.rows,
+        created_at: Some(session.created_at.into()),
+        host_id: me.id.clone(),
+        host_name: me.name.clone(),
         ..Default::default()
     }
 }
