@@ -224,3 +224,104 @@ async fn a_watch_of_a_missing_workspace_is_refused() {
         .await;
     expect_status(refused, tonic::Code::InvalidArgument, "workspace_id");
 }
+
+/// A hung daemon turns the watch's source memory-only, within the list's
+/// deadline and a poll, and complete again once it answers; the session
+/// memory holds stays listed throughout.
+#[tokio::test]
+async fn a_hung_daemon_turns_the_source_memory_only_and_back() {
+    let home = HostHome::new();
+    let mut host = home.start(&["--daemon-deadline-ms", "250"]).await;
+    let workspace = host.create_workspace("hung").await.workspace_id;
+    let session = host
+        .create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+    let mut watcher = watch(&host, &workspace, None).await;
+    let first = next(&mut watcher).await;
+    assert_eq!(shown(&the_list(&first).sessions).len(), 1);
+    let daemon = hang_the_daemon(&home).await;
+    let mut seen = Vec::new();
+    let degraded = until(&mut watcher, &mut seen, |e| matches!(e, Event::Source(_))).await;
+    let _ = rustix::process::kill_process(daemon, Signal::CONT);
+    let Some(Event::Source(change)) = &degraded.event else {
+        unreachable!()
+    };
+    assert_eq!(change.source(), pb::Source::MemoryOnly);
+    assert!(change.degraded_reason.contains("daemon"), "{change:?}");
+    let back = until(&mut watcher, &mut seen, |e| matches!(e, Event::Source(_))).await;
+    let Some(Event::Source(change)) = &back.event else {
+        unreachable!()
+    };
+    assert_eq!(change.source(), pb::Source::Complete);
+    assert!(
+        !seen.iter().any(
+            |m| matches!(&m.event, Some(Event::Removed(r)) if r.session_id == session.session_id)
+        ),
+        "{seen:?}"
+    );
+}
+
+/// A watcher that stops reading holds nobody up and costs a bounded
+/// queue: once it reads again it gets the whole list (a resync), as it is
+/// now, while another watcher saw every change.
+#[tokio::test]
+async fn a_watcher_that_stops_reading_is_resynced_not_buffered() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("slow").await.workspace_id;
+    let session = host
+        .create_session(session_request(&workspace, &["cat"]))
+        .await;
+    // The stalled watcher's connection takes almost nothing in flight, so
+    // what it does not read stays on the host's side.
+    let small = tonic::transport::Endpoint::from_shared(host.address.clone())
+        .expect("address")
+        .initial_stream_window_size(1024)
+        .initial_connection_window_size(1024)
+        .connect()
+        .await
+        .expect("connect");
+    let mut stalled = pb::terminal_service_client::TerminalServiceClient::new(small)
+        .watch_sessions(pb::WatchSessionsRequest {
+            workspace_id: workspace.clone(),
+            since_revision: None,
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    let mut reader = watch(&host, &workspace, None).await;
+    next(&mut stalled).await;
+    next(&mut reader).await;
+    // Far more changes than the host's send buffer and a watcher's
+    // allowance together hold: long names make big events.
+    const RENAMES: usize = 1500;
+    let mut seen = Vec::new();
+    for round in 0..RENAMES {
+        let name = format!("{round:>190}");
+        host.terminals
+            .rename_session(pb::RenameSessionRequest {
+                session_id: session.session_id.clone(),
+                name: name.clone(),
+            })
+            .await
+            .expect("rename");
+        // The reader keeps up, so each rename is an event of its own.
+        until(
+            &mut reader,
+            &mut seen,
+            |e| matches!(e, Event::Changed(s) if s.name == name),
+        )
+        .await;
+    }
+    let last = format!("{:>190}", RENAMES - 1);
+    let mut read = Vec::new();
+    let resync = until(&mut stalled, &mut read, |e| matches!(e, Event::List(_))).await;
+    let list = the_list(&resync);
+    assert!(list.resync);
+    assert_eq!(list.sessions[0].name, last);
+    assert!(
+        read.len() < RENAMES,
+        "{} messages held for a watcher that did not read",
+        read.len()
+    );
+}

@@ -98,6 +98,10 @@ pub(crate) enum Command {
         /// workspace.
         #[arg(long)]
         all_hosts: bool,
+        /// Keep the list on screen and up to date, told of each change by
+        /// the host-service (as `kubectl get -w`); Ctrl-C ends it.
+        #[arg(long, conflicts_with_all = ["all", "all_hosts"])]
+        watch: bool,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,

@@ -28,6 +28,7 @@ mod shown;
 mod stale_queries;
 mod stdout;
 mod terminal_modes;
+mod watch;
 mod workspaces;
 
 fn main() {
@@ -182,8 +183,15 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             workspace,
             all,
             all_hosts,
+            watch,
             json,
         } => {
+            if watch {
+                let workspace_id =
+                    workspace_or_default(&mut clients, workspace.as_deref(), false).await?;
+                watch::follow(&mut clients, workspace_id, json).await?;
+                return Ok(0);
+            }
             let (list, names) = if all {
                 let scope = match all_hosts {
                     true => pb::Scope::AllHosts,
