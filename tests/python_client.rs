@@ -29,10 +29,12 @@ async fn the_python_example_runs_against_the_host_service() {
             .expect("run python");
     let stdout = support::stdout_of(&output);
     for expected in [
+        "watch list 1 resync True",
         "listed 1 SOURCE_COMPLETE",
         "background 1",
         r"output 'ready\r\nhello\r\nhello\r\n'",
         "after dispose 0",
+        "watch removed REMOVAL_DISPOSED after revision True",
         "bad id INVALID_ARGUMENT",
         "reason holdfast INVALID_FIELD",
         "field session_id",

@@ -70,6 +70,12 @@ def main():
     )).session
     print("session", session.session_id, "pid", session.pid)
 
+    # A watch: the whole list first, then each change, each with a revision.
+    watch = terminals.WatchSessions(pb.WatchSessionsRequest(
+        workspace_id=workspace.workspace_id), timeout=20)
+    first = next(watch)
+    print("watch list", len(first.list.sessions), "resync", first.list.resync)
+
     listed = terminals.ListSessions(pb.ListSessionsRequest(workspace_id=workspace.workspace_id))
     print("listed", len(listed.sessions), pb.Source.Name(listed.source))
     count = terminals.CountBackgroundSessions(pb.CountBackgroundSessionsRequest(
@@ -87,6 +93,13 @@ def main():
     terminals.DisposeSession(pb.DisposeSessionRequest(session_id=session.session_id))
     after = terminals.ListSessions(pb.ListSessionsRequest(workspace_id=workspace.workspace_id))
     print("after dispose", len(after.sessions))
+    # The watch was told: the session left, disposed.
+    for message in watch:
+        if message.WhichOneof("event") == "removed":
+            print("watch removed", pb.Removal.Name(message.removed.reason),
+                  "after revision", message.revision > first.revision)
+            break
+    watch.cancel()
 
     try:
         terminals.WriteInput(pb.WriteInputRequest(session_id="not-an-id", data=b"x"))

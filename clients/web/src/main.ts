@@ -1,5 +1,6 @@
-// A holdfast page over grpc-web: the sessions of a workspace, kept current,
-// and the one you pick in a terminal (xterm.js) that you can type in and
+// A holdfast page over grpc-web: the sessions of a workspace, kept current
+// by the host-service's watch (WatchSessions: told of each change, never
+// polled), and the one you pick in a terminal (xterm.js) that you can type in and
 // that gives the session its size, as a terminal attached with the CLI does.
 //
 // Query parameters: `host` (default http://127.0.0.1:7077), `workspace`
@@ -24,7 +25,8 @@ const transport = createGrpcWebTransport({
 const workspaces = createClient(WorkspaceService, transport);
 const terminals = createClient(TerminalService, transport);
 
-const REFRESH_MS = 1000;
+/** The longest wait before a broken watch is opened again. */
+const MOST_BACKOFF_MS = 2000;
 
 const element = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const workspaceSelect = element<HTMLSelectElement>("workspace");
@@ -119,8 +121,10 @@ function show(shown: NonNullable<typeof attached>, offset: bigint, data: Uint8Ar
   }
   if (before < data.length) terminal.write(data.subarray(before));
 }
-/** The generation of the list the rows show, to ask whether it still stands. */
-let held: { workspaceId: string; generation: bigint } | undefined;
+/** The watched workspace's sessions, by id, as the watch's events leave them. */
+const shown = new Map<string, Session>();
+/** Ends the watch of the workspace shown, when another is picked. */
+let watching: AbortController | undefined;
 
 function describe(error: unknown): string {
   const e = ConnectError.from(error);
@@ -160,28 +164,72 @@ function row(s: Session): HTMLTableRowElement {
   return tr;
 }
 
-async function refresh() {
+/** Draws the rows from the watched sessions, oldest first. */
+function render(source: Source, degradedReason: string) {
+  const sessions = [...shown.values()].sort((a, b) =>
+    Number((a.createdAt?.seconds ?? 0n) - (b.createdAt?.seconds ?? 0n)) ||
+    (a.createdAt?.nanos ?? 0) - (b.createdAt?.nanos ?? 0) ||
+    a.sessionId.localeCompare(b.sessionId),
+  );
+  sessionRows.replaceChildren(...sessions.map(row));
+  if (source === Source.MEMORY_ONLY) {
+    showStatus(`${sessions.length} sessions (memory only: ${degradedReason})`, "degraded");
+  } else {
+    showStatus(`${sessions.length} sessions`);
+  }
+}
+
+/** The list's source as the watch last said it. */
+let listSource = { source: Source.COMPLETE, degradedReason: "" };
+
+/**
+ * Follows the picked workspace's sessions until another is picked: the
+ * whole list first, then each change. A broken stream (a host-service that
+ * restarted) is opened again from the last revision seen.
+ */
+async function follow() {
+  watching?.abort();
+  const stop = new AbortController();
+  watching = stop;
   const workspaceId = workspaceSelect.value;
+  shown.clear();
   if (!workspaceId) {
     showStatus("no open workspace: create one with `holdfast workspace create NAME`");
     return;
   }
-  try {
-    // The rows show no output offsets: while the list held is current, the
-    // host-service says so (offsets only) and the rows stay as they are.
-    const ifGeneration = held?.workspaceId === workspaceId ? held.generation : undefined;
-    const list = await terminals.listSessions({ workspaceId, ifGeneration });
-    if (list.unchanged) return;
-    held = list.generation ? { workspaceId, generation: list.generation } : undefined;
-    sessionRows.replaceChildren(...list.sessions.map(row));
-    if (list.source === Source.MEMORY_ONLY) {
-      showStatus(`${list.sessions.length} sessions (memory only: ${list.degradedReason})`, "degraded");
-    } else {
-      showStatus(`${list.sessions.length} sessions`);
+  let sinceRevision: bigint | undefined;
+  let backoff = 100;
+  while (!stop.signal.aborted) {
+    try {
+      const events = terminals.watchSessions({ workspaceId, sinceRevision }, { signal: stop.signal });
+      for await (const { revision, event } of events) {
+        sinceRevision = revision;
+        backoff = 100;
+        switch (event.case) {
+          case "list":
+            shown.clear();
+            for (const s of event.value.sessions) shown.set(s.sessionId, s);
+            listSource = { source: event.value.source, degradedReason: event.value.degradedReason };
+            break;
+          case "added":
+          case "changed":
+            shown.set(event.value.sessionId, event.value);
+            break;
+          case "removed":
+            shown.delete(event.value.sessionId);
+            break;
+          case "source":
+            listSource = { source: event.value.source, degradedReason: event.value.degradedReason };
+            break;
+        }
+        render(listSource.source, listSource.degradedReason);
+      }
+    } catch (error) {
+      if (stop.signal.aborted) return;
+      showStatus(`${describe(error)}; watching again`, "error");
     }
-  } catch (error) {
-    held = undefined;
-    showStatus(describe(error), "error");
+    await new Promise((resolve) => setTimeout(resolve, backoff));
+    backoff = Math.min(backoff * 2, MOST_BACKOFF_MS);
   }
 }
 
@@ -193,10 +241,10 @@ function note(text: string) {
 /** Streams one session into the terminal from its first held byte until it exits. */
 async function attach(sessionId: string) {
   attached?.stop.abort();
-  held = undefined; // the rows show which session is selected
   const stop = new AbortController();
   const mine: NonNullable<typeof attached> = { sessionId, stop, attachment: "", ended: false };
   attached = mine;
+  render(listSource.source, listSource.degradedReason); // the row picked shows it
   typed = new Uint8Array();
   viewing.textContent = sessionId;
   delete screen.dataset.size;
@@ -336,12 +384,11 @@ async function sendKeys() {
 newTerminal();
 new ResizeObserver(() => fit.fit()).observe(screen);
 
-workspaceSelect.addEventListener("change", () => void refresh());
+workspaceSelect.addEventListener("change", () => void follow());
 
 try {
   await loadWorkspaces();
-  await refresh();
-  setInterval(() => void refresh(), REFRESH_MS);
+  void follow();
 } catch (error) {
   const unreachable = ConnectError.from(error).code === Code.Unavailable;
   showStatus(
