@@ -8,7 +8,9 @@
 //! - no disposed, stamped (closed workspace), hidden or exited session is
 //!   listed;
 //! - every live, listed session of an open workspace is listed;
-//! - `CountBackgroundSessions` is the list minus the caller's attached ids.
+//! - `CountBackgroundSessions` is the list minus the caller's attached ids;
+//! - a `WatchSessions` stream of each workspace, open across the steps (and
+//!   opened again from its revision after a restart), folds to the list.
 //!
 //! On PostgreSQL (`postgres_invariants.rs`) two host-services share the
 //! database, each with its own daemon; steps land on either. Each host then
@@ -83,6 +85,84 @@ struct World {
     sessions: Vec<Modelled>,
     /// Open attach streams, by session index.
     attached: HashMap<usize, tonic::Streaming<pb::AttachSessionResponse>>,
+    /// A watch of each workspace on the first host.
+    watches: [Folded; 2],
+}
+
+/// A watch of one workspace, folded as a client folds it: id → (name,
+/// attached).
+#[derive(Default)]
+struct Folded {
+    stream: Option<tonic::Streaming<pb::WatchSessionsResponse>>,
+    since: Option<u64>,
+    sessions: std::collections::BTreeMap<String, (String, bool)>,
+}
+
+impl Folded {
+    /// Reads the watch until it folds to `list`, opening it again (from
+    /// its revision) when it broke.
+    async fn until_it_shows(
+        &mut self,
+        host: &HostService,
+        workspace_id: &str,
+        list: &pb::ListSessionsResponse,
+        history: &[Step],
+    ) {
+        use pb::watch_sessions_response::Event;
+        let want: std::collections::BTreeMap<String, (String, bool)> = list
+            .sessions
+            .iter()
+            .map(|s| (s.session_id.clone(), (s.name.clone(), s.attached)))
+            .collect();
+        let deadline = tokio::time::Instant::now() + support::PATIENCE;
+        while self.sessions != want {
+            let stream = match &mut self.stream {
+                Some(stream) => stream,
+                None => {
+                    let request = pb::WatchSessionsRequest {
+                        workspace_id: workspace_id.to_owned(),
+                        since_revision: self.since,
+                    };
+                    let opened = host.terminals.clone().watch_sessions(request).await;
+                    self.stream.insert(opened.expect("watch").into_inner())
+                }
+            };
+            let message = match tokio::time::timeout_at(deadline, stream.message()).await {
+                Ok(Ok(Some(message))) => message,
+                // Broke (a restart): opened again from the revision.
+                Ok(_) => {
+                    self.stream = None;
+                    continue;
+                }
+                Err(_) => panic!(
+                    "the watch folds to {:?}, the list is {want:?}, after {history:?}",
+                    self.sessions
+                ),
+            };
+            assert!(
+                self.since.is_none_or(|since| message.revision > since),
+                "revisions only grow"
+            );
+            self.since = Some(message.revision);
+            let shown = |s: &pb::Session| (s.name.clone(), s.attached);
+            match message.event {
+                Some(Event::List(whole)) => {
+                    self.sessions = whole
+                        .sessions
+                        .iter()
+                        .map(|s| (s.session_id.clone(), shown(s)))
+                        .collect();
+                }
+                Some(Event::Added(s) | Event::Changed(s)) => {
+                    self.sessions.insert(s.session_id.clone(), shown(&s));
+                }
+                Some(Event::Removed(removed)) => {
+                    self.sessions.remove(&removed.session_id);
+                }
+                Some(Event::Source(_)) | None => {}
+            }
+        }
+    }
 }
 
 impl World {
@@ -108,6 +188,7 @@ impl World {
             closed: [false; 2],
             sessions: Vec::new(),
             attached: HashMap::new(),
+            watches: Default::default(),
         }
     }
 
@@ -232,6 +313,11 @@ impl World {
                     background(&list, &attached),
                     "count is the list minus the attached, on host {host}, after {history:?}"
                 );
+                if host == 0 {
+                    self.watches[workspace]
+                        .until_it_shows(&self.hosts[0], id, &list, history)
+                        .await;
+                }
             }
             if self.hosts.len() == 1 {
                 continue;
