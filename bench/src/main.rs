@@ -31,7 +31,8 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these scenarios (comma-separated): list-scale, list-flood,
-    /// spawn, throughput, echo, footprint, recovery, deadline, leaks, upgrade.
+    /// spawn, throughput, echo, footprint, recovery, deadline, leaks, upgrade,
+    /// postgres, watch.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Where host-service and pty-daemon are; default beside this binary,

@@ -11,6 +11,7 @@ pub mod recovery;
 pub mod spawn;
 pub mod throughput;
 pub mod upgrade;
+pub mod watch;
 
 use crate::report::Report;
 use crate::services::Bins;
@@ -37,6 +38,9 @@ pub struct Scale {
     pub upgrade_sessions: usize,
     pub upgrade_flooding: usize,
     pub upgrade_rounds: usize,
+    pub watch_samples: usize,
+    pub watchers: usize,
+    pub watch_churn: usize,
 }
 
 impl Scale {
@@ -60,6 +64,9 @@ impl Scale {
             upgrade_sessions: 1000,
             upgrade_flooding: 10,
             upgrade_rounds: 20,
+            watch_samples: 300,
+            watchers: 1000,
+            watch_churn: 100,
         }
     }
 
@@ -83,6 +90,9 @@ impl Scale {
             upgrade_sessions: 40,
             upgrade_flooding: 2,
             upgrade_rounds: 2,
+            watch_samples: 10,
+            watchers: 20,
+            watch_churn: 5,
         }
     }
 }
@@ -95,7 +105,7 @@ pub struct Ctx {
 }
 
 /// The scenarios in order, by the names `--only` takes.
-pub const ALL: [&str; 11] = [
+pub const ALL: [&str; 12] = [
     "list-scale",
     "list-flood",
     "spawn",
@@ -107,6 +117,7 @@ pub const ALL: [&str; 11] = [
     "leaks",
     "upgrade",
     "postgres",
+    "watch",
 ];
 
 pub async fn run(name: &str, ctx: &mut Ctx) -> anyhow::Result<()> {
@@ -122,6 +133,7 @@ pub async fn run(name: &str, ctx: &mut Ctx) -> anyhow::Result<()> {
         "leaks" => leaks::run(ctx).await,
         "upgrade" => upgrade::run(ctx).await,
         "postgres" => postgres::run(ctx).await,
+        "watch" => watch::run(ctx).await,
         other => anyhow::bail!("no scenario {other:?}; the scenarios are {ALL:?}"),
     }
 }
