@@ -885,8 +885,11 @@ async fn exited_sessions_are_dropped_after_the_retention_period() {
     .await;
 }
 
+/// Watchers hear of each exit, with its status, and of the list's changes
+/// (the spawn) by generation.
 #[tokio::test]
 async fn watchers_are_told_of_every_exit() {
+    use pb::watch_sessions_response::Event;
     let daemon = Daemon::start().await;
     let mut client = daemon.client().await;
     let mut watch = client
@@ -894,13 +897,28 @@ async fn watchers_are_told_of_every_exit() {
         .await
         .expect("watch")
         .into_inner();
-    let session = spawn(&mut client, &["sh", "-c", "exit 5"]).await;
-    let event = next_message(&mut watch, "exit event")
+    let before = client
+        .list(pb::ListRequest::default())
         .await
-        .expect("an event");
-    let Some(pb::watch_sessions_response::Event::Exited(exited)) = event.event else {
-        panic!("expected an exit, got {event:?}");
+        .expect("list")
+        .into_inner()
+        .generation;
+    let session = spawn(&mut client, &["sh", "-c", "exit 5"]).await;
+    let mut changed = Vec::new();
+    let exited = loop {
+        let event = next_message(&mut watch, "exit event")
+            .await
+            .expect("an event");
+        match event.event {
+            Some(Event::Exited(exited)) => break exited,
+            Some(Event::Changed(change)) => changed.push(change.generation),
+            other => panic!("expected an exit or a change, got {other:?}"),
+        }
     };
+    assert!(
+        changed.first().is_some_and(|&first| first > before),
+        "the spawn was told as a new generation: {changed:?} after {before}"
+    );
     assert_eq!(exited.session_id, session.session_id);
     assert_eq!(exited.exit_code, Some(5));
     assert!(exited.exited_at.is_some());

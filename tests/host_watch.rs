@@ -66,7 +66,11 @@ fn shown(sessions: &[pb::Session]) -> Vec<(String, String, bool)> {
 #[tokio::test]
 async fn a_watch_sees_every_change_in_order_and_resumes() {
     let home = HostHome::new();
-    let mut host = home.start(&[]).await;
+    // Hubs that never look unprompted: every change below is pushed, by
+    // memory or by the daemon (the title, the exit).
+    let mut host = home
+        .start_with_env(&[], &[("HOLDFAST_WATCH_POLL_MS", "600000")])
+        .await;
     let workspace = host.create_workspace("watched").await.workspace_id;
     let mut watcher = watch(&host, &workspace, None).await;
     let first = next(&mut watcher).await;

@@ -8,6 +8,9 @@
 //! Writers change state first and bump after. `List` reads the generation
 //! first and the state after. So a list labelled G never misses a change
 //! that a later "still G" answer would hide.
+//!
+//! Each bump is also told to `WatchSessions` watchers (coalesced: a
+//! watcher that was busy hears of the latest only).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,7 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Shared by the registry and every session.
 #[derive(Debug, Clone)]
-pub struct Generation(Arc<AtomicU64>);
+pub struct Generation(Arc<AtomicU64>, Arc<tokio::sync::watch::Sender<u64>>);
 
 impl Generation {
     /// Starts at the clock's nanoseconds, so a restarted daemon never
@@ -24,7 +27,8 @@ impl Generation {
         let start = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(1, |since| since.as_nanos() as u64);
-        Self(Arc::new(AtomicU64::new(start)))
+        let changes = tokio::sync::watch::channel(start).0;
+        Self(Arc::new(AtomicU64::new(start)), Arc::new(changes))
     }
 
     pub fn current(&self) -> u64 {
@@ -39,7 +43,13 @@ impl Generation {
 
     /// Call after the change is visible.
     pub fn bump(&self) {
-        self.0.fetch_add(1, Ordering::AcqRel);
+        let now = self.0.fetch_add(1, Ordering::AcqRel) + 1;
+        self.1.send_replace(now);
+    }
+
+    /// Each bump from now on, as the generation it made.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.1.subscribe()
     }
 }
 

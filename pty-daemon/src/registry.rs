@@ -88,10 +88,12 @@ impl Registry {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Subscribes to every session's exit.
+    /// Subscribes to every session's exit, and to every change `List`
+    /// would show.
     pub fn watch_exits(&self) -> ExitWatch {
         ExitWatch {
             exits: self.exits.subscribe(),
+            changes: self.generation.subscribe(),
             stopping: self.stopping.subscribe(),
         }
     }
@@ -532,24 +534,42 @@ impl Registry {
     }
 }
 
-/// One subscription to every session's exit.
+/// One subscription to every session's exit, and to every change `List`
+/// would show.
 pub struct ExitWatch {
     exits: broadcast::Receiver<ExitNotice>,
+    changes: watch::Receiver<u64>,
     stopping: watch::Receiver<bool>,
 }
 
+/// What an [`ExitWatch`] hears.
+pub enum Watched {
+    /// A session's exit.
+    Exit(ExitNotice),
+    /// How many exits this watcher fell behind by.
+    Lagged(u64),
+    /// `List` would answer differently now, at this generation. Several
+    /// changes while the watcher was busy are told as the last.
+    Changed(u64),
+}
+
 impl ExitWatch {
-    /// The next exit, or how many this watcher fell behind by.
+    /// The next exit or change.
     ///
     /// `None` once the daemon stops, after every exit before that.
-    pub async fn next(&mut self) -> Option<Result<ExitNotice, u64>> {
+    pub async fn next(&mut self) -> Option<Watched> {
         tokio::select! {
             // Exits already sent go out before the end.
             biased;
             notice = self.exits.recv() => match notice {
-                Ok(notice) => Some(Ok(notice)),
-                Err(RecvError::Lagged(missed)) => Some(Err(missed)),
+                Ok(notice) => Some(Watched::Exit(notice)),
+                Err(RecvError::Lagged(missed)) => Some(Watched::Lagged(missed)),
                 Err(RecvError::Closed) => None,
+            },
+            changed = self.changes.changed() => match changed {
+                Ok(()) => Some(Watched::Changed(*self.changes.borrow_and_update())),
+                // The registry is gone: nothing more changes.
+                Err(_) => None,
             },
             _ = self.stopping.wait_for(|stopping| *stopping) => None,
         }

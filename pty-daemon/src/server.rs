@@ -283,14 +283,16 @@ impl PtyDaemon for DaemonService {
         use pb::watch_sessions_response::Event as E;
         let exits = self.registry.watch_exits();
         let events = futures_util::stream::unfold(exits, |mut exits| async move {
+            use crate::registry::Watched;
             let event = match exits.next().await? {
-                Ok(notice) => E::Exited(pb::SessionExited {
+                Watched::Exit(notice) => E::Exited(pb::SessionExited {
                     session_id: notice.session_id,
                     exit_code: notice.status.code,
                     signal: notice.status.signal,
                     exited_at: Some(notice.status.at.into()),
                 }),
-                Err(missed) => E::Lagged(pb::Lagged { missed }),
+                Watched::Lagged(missed) => E::Lagged(pb::Lagged { missed }),
+                Watched::Changed(generation) => E::Changed(pb::ListChanged { generation }),
             };
             Some((Ok(pb::WatchSessionsResponse { event: Some(event) }), exits))
         });

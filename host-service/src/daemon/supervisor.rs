@@ -554,6 +554,10 @@ impl Supervisor {
                     Some(daemon::watch_sessions_response::Event::Exited(exit)) => {
                         self.record_exit(exit).await
                     }
+                    // Titles and sizes live in the daemon: watches look again.
+                    Some(daemon::watch_sessions_response::Event::Changed(_)) => {
+                        self.memory.daemon_changed()
+                    }
                     Some(daemon::watch_sessions_response::Event::Lagged(lagged)) => {
                         tracing::warn!(missed = lagged.missed, "missed exit events; reconciling");
                         self.reaper.pass_logged().await;

@@ -328,9 +328,17 @@ impl HeldSessions {
         sessions.retain(|_, session| session.attachments > 0);
     }
 
-    /// Each change to the registered sessions, as its new generation.
+    /// Each change to the registered sessions, as its new generation, and
+    /// each change of the daemon's list (see [`Self::daemon_changed`]):
+    /// what wakes the watches.
     pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner().changes.0.subscribe()
+    }
+
+    /// Wakes the watches though memory did not change: the daemon says its
+    /// list did (a title a program set, a size).
+    pub fn daemon_changed(&self) {
+        self.inner().changes.0.send_modify(|_| {});
     }
 
     /// Counts changes to the registered sessions.

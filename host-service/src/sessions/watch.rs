@@ -2,9 +2,9 @@
 //!
 //! One hub per watched workspace makes the list with the derived function,
 //! the very call `ListSessions` makes, whenever memory changes (a session
-//! created, attached, renamed, exited, disposed) and at least every
-//! [`POLL`] for what only the daemon knows (titles programs set, sizes, a
-//! daemon that stops answering). It compares each list with the last and
+//! created, attached, renamed, exited, disposed) or the daemon says its
+//! list did (a title a program set, a size), and at least every [`POLL`]
+//! (a daemon that stops answering says nothing). It compares each list with the last and
 //! gives every difference a revision. So a watch folds to the list, never
 //! to something a list would not say.
 //!
@@ -25,7 +25,10 @@ use holdfast_api::proto::host::v1 as pb;
 use pb::watch_sessions_response::Event;
 use tokio::sync::broadcast;
 
-/// How often a hub lists when memory has not changed.
+/// How often a hub lists when nothing told it of a change: for a daemon
+/// that stops answering, and rows other processes change.
+/// `HOLDFAST_WATCH_POLL_MS` overrides it (tests, to show that changes are
+/// pushed).
 const POLL: Duration = Duration::from_millis(250);
 
 /// How many events a hub keeps for watchers that resume.
@@ -65,6 +68,8 @@ pub struct Watches {
     /// The last revision given. It starts at the host's start time in
     /// microseconds, so revisions grow across restarts too.
     revision: AtomicU64,
+    /// How often hubs list unprompted.
+    poll: Duration,
 }
 
 impl Default for Watches {
@@ -73,6 +78,10 @@ impl Default for Watches {
         Self {
             hubs: Mutex::default(),
             revision: AtomicU64::new(u64::try_from(started).unwrap_or(0)),
+            poll: std::env::var("HOLDFAST_WATCH_POLL_MS")
+                .ok()
+                .and_then(|ms| ms.parse().ok())
+                .map_or(POLL, Duration::from_millis),
         }
     }
 }
@@ -240,7 +249,7 @@ impl Watches {
                     return;
                 }
             }
-            let _ = tokio::time::timeout(POLL, changes.changed()).await;
+            let _ = tokio::time::timeout(self.poll, changes.changed()).await;
         }
     }
 
