@@ -138,6 +138,17 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print what a session's terminal shows now, as text (as tmux's
+    /// `capture-pane -p` does), for scripts and agents; `--ansi` prints the
+    /// escape sequences that draw it, colours and modes included.
+    Screen {
+        /// The session: its id, a unique start of it, its name or its title.
+        #[arg(add = ArgValueCandidates::new(completion::sessions))]
+        id: String,
+        /// Print the escape sequences that draw the screen instead of text.
+        #[arg(long)]
+        ansi: bool,
+    },
     /// Give a session a new name, as `tmux rename-session` does; lists
     /// show it and commands find the session by it.
     Rename {

@@ -362,6 +362,27 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 .context("the host-service returned no session")?;
             shown::print_session(&session, json)?;
         }
+        Command::Screen { id, ansi } => {
+            let id = naming::session_id(&mut clients, &id).await?;
+            let screen = clients
+                .terminals
+                .get_screen(pb::GetScreenRequest { session_id: id })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            if ansi {
+                use std::io::Write;
+                let mut out = std::io::stdout().lock();
+                out.write_all(&screen.rendering)?;
+                out.flush()?;
+            } else {
+                // Without the blank rows below the last one written.
+                let used = screen.lines.iter().rposition(|line| !line.is_empty());
+                for line in &screen.lines[..used.map_or(0, |last| last + 1)] {
+                    say!("{line}");
+                }
+            }
+        }
         Command::Rename { id, name } => {
             let id = naming::session_id(&mut clients, &id).await?;
             // An empty one the host-service refuses, saying so.

@@ -18,6 +18,7 @@ pub mod log_file;
 pub mod peer_auth;
 pub mod posix_spawn;
 pub mod registry;
+pub mod screen;
 pub mod scrollback;
 pub mod server;
 pub mod session;

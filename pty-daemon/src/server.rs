@@ -299,6 +299,22 @@ impl PtyDaemon for DaemonService {
         Ok(Response::new(Box::pin(events)))
     }
 
+    async fn get_screen(
+        &self,
+        request: Request<pb::GetScreenRequest>,
+    ) -> Result<Response<pb::GetScreenResponse>, Status> {
+        self.upgrader.check_open()?;
+        let request = request.into_inner();
+        let session_id = validate::session_id(&request.session_id)?;
+        let held = self.registry.get(session_id)?.held_output();
+        // Reading up to a scrollback's worth of output is CPU work: off the
+        // runtime's threads.
+        let screen = tokio::task::spawn_blocking(move || crate::screen::screen(&held))
+            .await
+            .map_err(|error| Status::internal(format!("drawing the screen: {error}")))?;
+        Ok(Response::new(screen))
+    }
+
     async fn resize(
         &self,
         request: Request<pb::ResizeRequest>,

@@ -320,6 +320,17 @@ impl TerminalService for Host {
         }))
     }
 
+    async fn get_screen(
+        &self,
+        request: Request<pb::GetScreenRequest>,
+    ) -> Result<Response<pb::GetScreenResponse>, Status> {
+        let session_id = validate::id("session_id", &request.get_ref().session_id)?;
+        // The row first: an unknown id, or another host's, is answered
+        // without the daemon.
+        self.undisposed_row(session_id).await?;
+        Ok(Response::new(self.screen(session_id).await?))
+    }
+
     async fn rename_session(
         &self,
         request: Request<pb::RenameSessionRequest>,

@@ -455,6 +455,32 @@ impl Host {
             .find(|session| session.session_id == session_id))
     }
 
+    /// What the session's terminal shows, as its daemon draws it.
+    pub(crate) async fn screen(&self, session_id: &str) -> Result<pb::GetScreenResponse> {
+        let mut client = self.daemon.clone();
+        let screen = self
+            .daemon_call(
+                "drawing the session's screen",
+                client.get_screen(self.request(daemon::GetScreenRequest {
+                    session_id: session_id.to_owned(),
+                })),
+            )
+            .await?;
+        Ok(pb::GetScreenResponse {
+            lines: screen.lines,
+            cursor_row: screen.cursor_row,
+            cursor_col: screen.cursor_col,
+            cursor_visible: screen.cursor_visible,
+            title: screen.title,
+            alternate_screen: screen.alternate_screen,
+            cols: screen.cols,
+            rows: screen.rows,
+            output_offset: screen.output_offset,
+            rendering: screen.rendering,
+            complete: screen.complete,
+        })
+    }
+
     /// Whether a session may be looked at: in memory, or with a row that
     /// is not disposed (then returned).
     pub(crate) async fn lookable(&self, session_id: &str) -> Result<Option<SessionRow>> {

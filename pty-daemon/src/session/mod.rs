@@ -515,6 +515,23 @@ impl Session {
         &self.listing
     }
 
+    /// The output the scrollback holds, with the size and title, taken
+    /// together under the session's lock: what its screen is drawn from.
+    pub fn held_output(&self) -> crate::screen::HeldOutput {
+        let state = self.state();
+        let (older, newer) = state.scrollback.as_slices();
+        let mut bytes = Vec::with_capacity(older.len() + newer.len());
+        bytes.extend_from_slice(older);
+        bytes.extend_from_slice(newer);
+        crate::screen::HeldOutput {
+            bytes,
+            start: state.scrollback.start_offset(),
+            cols: state.cols,
+            rows: state.rows,
+            title: state.title.clone(),
+        }
+    }
+
     /// Reads what a list shows that changes, under the session's lock.
     pub fn read_changing<R>(&self, read: impl FnOnce(Changing<'_>) -> R) -> R {
         let state = self.state();
