@@ -32,7 +32,7 @@ struct Args {
     quick: bool,
     /// Only these scenarios (comma-separated): list-scale, list-flood,
     /// spawn, throughput, echo, footprint, recovery, deadline, leaks, upgrade,
-    /// postgres, watch.
+    /// postgres, watch, screen.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Where host-service and pty-daemon are; default beside this binary,

@@ -8,13 +8,14 @@
 
 use holdfast_api::proto::daemon::v1 as pb;
 
-/// What the screen is drawn from: the session's held output and state.
+/// Output to read, with the session's size and title at that moment.
 pub struct HeldOutput {
-    /// The output the scrollback holds, oldest first.
+    /// Output the emulator has not read (all the scrollback holds, if it
+    /// has to start again), oldest first.
     pub bytes: Vec<u8>,
     /// The offset of `bytes[0]` in the session's output.
     pub start: u64,
-    /// The terminal's size.
+    /// The terminal's width.
     pub cols: u16,
     /// The terminal's height.
     pub rows: u16,
@@ -22,18 +23,53 @@ pub struct HeldOutput {
     pub title: String,
 }
 
-/// The screen `held` draws.
-pub fn screen(held: &HeldOutput) -> pb::GetScreenResponse {
+/// A session's terminal emulator, and how far it has read.
+pub struct Emulator {
+    parser: vt100::Parser,
+    /// The offset it started reading at: 0 if it read every byte.
+    origin: u64,
+    /// The offset after the last byte it read.
+    read_to: u64,
+    /// The size it draws at.
+    size: (u16, u16),
+}
+
+impl Emulator {
+    /// The offset after the last byte it read.
+    pub fn read_to(&self) -> u64 {
+        self.read_to
+    }
+}
+
+/// The screen after `held`, read by the session's `emulator` (made, or
+/// made again, when it has none, missed output, or has another size).
+pub fn screen(emulator: &mut Option<Emulator>, held: HeldOutput) -> pb::GetScreenResponse {
     let (Some(rows), Some(cols)) = (
         std::num::NonZeroU16::new(held.rows),
         std::num::NonZeroU16::new(held.cols),
     ) else {
         return pb::GetScreenResponse::default();
     };
-    // No scrollback of the emulator's own: only the screen is asked for.
-    let mut parser = vt100::Parser::new(rows, cols, 0);
-    parser.process(&held.bytes);
-    let screen = parser.screen();
+    let size = (held.cols, held.rows);
+    let reads_on = emulator
+        .as_ref()
+        .is_some_and(|e| e.read_to == held.start && e.size == size);
+    if !reads_on {
+        // No scrollback of its own: only the screen is asked for, and the
+        // memory stays that of one screen.
+        *emulator = Some(Emulator {
+            parser: vt100::Parser::new(rows, cols, 0),
+            origin: held.start,
+            read_to: held.start,
+            size,
+        });
+    }
+    let Some(emulator) = emulator.as_mut() else {
+        unreachable!("made above")
+    };
+    emulator.parser.process(&held.bytes);
+    emulator.read_to = held.start + held.bytes.len() as u64;
+    let screen = emulator.parser.screen();
     let lines = screen
         .rows(0, held.cols)
         .map(|row| row.trim_end().to_owned())
@@ -44,13 +80,13 @@ pub fn screen(held: &HeldOutput) -> pb::GetScreenResponse {
         cursor_row: cursor_row.into(),
         cursor_col: cursor_col.into(),
         cursor_visible: !screen.hide_cursor(),
-        title: held.title.clone(),
+        title: held.title,
         alternate_screen: screen.alternate_screen(),
         cols: held.cols.into(),
         rows: held.rows.into(),
-        output_offset: held.start + held.bytes.len() as u64,
+        output_offset: emulator.read_to,
         rendering: screen.state_formatted().into_bytes().into(),
-        complete: held.start == 0,
+        complete: emulator.origin == 0,
     }
 }
 
@@ -71,20 +107,30 @@ mod tests {
     /// Text lands where the program put it; the cursor and modes are read.
     #[test]
     fn the_screen_is_what_the_output_drew() {
-        let screen = screen(&held(b"one\r\ntwo\x1b[4;3Hx\x1b[?25l\x1b[?1049h", 0));
+        let mut emulator = None;
+        let drawn = b"one\r\ntwo\x1b[4;3Hx\x1b[?25l\x1b[?1049h";
+        let shown = screen(&mut emulator, held(drawn, 0));
         assert_eq!(
-            screen.lines,
+            shown.lines,
             ["", "", "", ""],
             "the alternate screen is blank"
         );
-        assert!(screen.alternate_screen && !screen.cursor_visible);
-        let screen = super::screen(&held(b"one\r\ntwo\x1b[4;3Hx", 7));
-        assert_eq!(screen.lines, ["one", "two", "", "  x"]);
-        assert_eq!((screen.cursor_row, screen.cursor_col), (3, 3));
-        assert_eq!(screen.output_offset, 7 + 15);
-        assert!(!screen.complete, "output before offset 7 is not held");
+        assert!(shown.alternate_screen && !shown.cursor_visible && shown.complete);
+        let mut emulator = None;
+        let shown = screen(&mut emulator, held(b"one\r\ntwo\x1b[4;3Hx", 7));
+        assert_eq!(shown.lines, ["one", "two", "", "  x"]);
+        assert_eq!((shown.cursor_row, shown.cursor_col), (3, 3));
+        assert_eq!(shown.output_offset, 7 + 15);
+        assert!(!shown.complete, "output before offset 7 is not held");
         // The rendering, read by another emulator, draws the same screen.
-        let again = super::screen(&held(&screen.rendering, 0));
-        assert_eq!(again.lines, screen.lines);
+        let again = screen(&mut None, held(&shown.rendering, 0));
+        assert_eq!(again.lines, shown.lines);
+        // Fed on from where it stopped, it reads only what is new.
+        let more = screen(&mut emulator, held(b"\x1b[1;1HONE", 22));
+        assert_eq!(more.lines, ["ONE", "two", "", "  x"]);
+        // Output it missed: it starts again from what is held.
+        let gap = screen(&mut emulator, held(b"fresh", 100));
+        assert_eq!(gap.lines, ["fresh", "", "", ""]);
+        assert_eq!(gap.output_offset, 105);
     }
 }

@@ -306,10 +306,10 @@ impl PtyDaemon for DaemonService {
         self.upgrader.check_open()?;
         let request = request.into_inner();
         let session_id = validate::session_id(&request.session_id)?;
-        let held = self.registry.get(session_id)?.held_output();
+        let session = self.registry.get(session_id)?;
         // Reading up to a scrollback's worth of output is CPU work: off the
         // runtime's threads.
-        let screen = tokio::task::spawn_blocking(move || crate::screen::screen(&held))
+        let screen = tokio::task::spawn_blocking(move || session.screen())
             .await
             .map_err(|error| Status::internal(format!("drawing the screen: {error}")))?;
         Ok(Response::new(screen))

@@ -8,6 +8,7 @@ pub mod list_flood;
 pub mod list_scale;
 pub mod postgres;
 pub mod recovery;
+pub mod screen;
 pub mod spawn;
 pub mod throughput;
 pub mod upgrade;
@@ -41,6 +42,7 @@ pub struct Scale {
     pub watch_samples: usize,
     pub watchers: usize,
     pub watch_churn: usize,
+    pub screen_samples: usize,
 }
 
 impl Scale {
@@ -67,6 +69,7 @@ impl Scale {
             watch_samples: 300,
             watchers: 1000,
             watch_churn: 100,
+            screen_samples: 100,
         }
     }
 
@@ -93,6 +96,7 @@ impl Scale {
             watch_samples: 10,
             watchers: 20,
             watch_churn: 5,
+            screen_samples: 5,
         }
     }
 }
@@ -105,7 +109,7 @@ pub struct Ctx {
 }
 
 /// The scenarios in order, by the names `--only` takes.
-pub const ALL: [&str; 12] = [
+pub const ALL: [&str; 13] = [
     "list-scale",
     "list-flood",
     "spawn",
@@ -118,6 +122,7 @@ pub const ALL: [&str; 12] = [
     "upgrade",
     "postgres",
     "watch",
+    "screen",
 ];
 
 pub async fn run(name: &str, ctx: &mut Ctx) -> anyhow::Result<()> {
@@ -134,6 +139,7 @@ pub async fn run(name: &str, ctx: &mut Ctx) -> anyhow::Result<()> {
         "upgrade" => upgrade::run(ctx).await,
         "postgres" => postgres::run(ctx).await,
         "watch" => watch::run(ctx).await,
+        "screen" => screen::run(ctx).await,
         other => anyhow::bail!("no scenario {other:?}; the scenarios are {ALL:?}"),
     }
 }

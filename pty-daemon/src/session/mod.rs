@@ -269,6 +269,9 @@ pub struct Session {
     /// Input the terminal has not taken yet, in order.
     input: Mutex<InputQueue>,
     state: Mutex<State>,
+    /// The screen's emulator, made at the first `GetScreen` and fed since
+    /// only what it has not read; none for a session never looked at.
+    emulator: Mutex<Option<crate::screen::Emulator>>,
     /// The scrollback's end offset, stored under the lock after each append.
     ///
     /// A list of a thousand sessions reads it without locking each of them.
@@ -340,6 +343,7 @@ impl Session {
             master: Mutex::new(Some(Arc::clone(&master))),
             held_when_closed: AtomicBool::new(false),
             input: Mutex::new(InputQueue::default()),
+            emulator: Mutex::default(),
             state: Mutex::new(State {
                 scrollback,
                 titles: TitleTracker::new(),
@@ -515,21 +519,34 @@ impl Session {
         &self.listing
     }
 
-    /// The output the scrollback holds, with the size and title, taken
-    /// together under the session's lock: what its screen is drawn from.
-    pub fn held_output(&self) -> crate::screen::HeldOutput {
-        let state = self.state();
-        let (older, newer) = state.scrollback.as_slices();
-        let mut bytes = Vec::with_capacity(older.len() + newer.len());
-        bytes.extend_from_slice(older);
-        bytes.extend_from_slice(newer);
-        crate::screen::HeldOutput {
-            bytes,
-            start: state.scrollback.start_offset(),
-            cols: state.cols,
-            rows: state.rows,
-            title: state.title.clone(),
-        }
+    /// What the session's terminal shows now.
+    ///
+    /// Its emulator reads only the output it has not read yet, taken with
+    /// the size and title under the session's lock; all the scrollback
+    /// holds the first time, or when it missed some or the size changed.
+    pub fn screen(&self) -> holdfast_api::proto::daemon::v1::GetScreenResponse {
+        let mut emulator = self.emulator.lock().unwrap_or_else(PoisonError::into_inner);
+        let read_to = emulator.as_ref().map(crate::screen::Emulator::read_to);
+        let held = {
+            let state = self.state();
+            let start = state.scrollback.start_offset();
+            let from = read_to.filter(|&read| read >= start).unwrap_or(start);
+            let (older, newer) = state.scrollback.as_slices();
+            // Skip what was read: it lies in `older` first, then `newer`.
+            let skip = usize::try_from(from - start).unwrap_or(usize::MAX);
+            let mut bytes = Vec::new();
+            let older_skip = skip.min(older.len());
+            bytes.extend_from_slice(&older[older_skip..]);
+            bytes.extend_from_slice(&newer[(skip - older_skip).min(newer.len())..]);
+            crate::screen::HeldOutput {
+                bytes,
+                start: from,
+                cols: state.cols,
+                rows: state.rows,
+                title: state.title.clone(),
+            }
+        };
+        crate::screen::screen(&mut emulator, held)
     }
 
     /// Reads what a list shows that changes, under the session's lock.

@@ -131,6 +131,7 @@ impl Session {
             master: Mutex::new(master),
             held_when_closed: AtomicBool::new(saved.held_when_closed),
             input: Mutex::new(input),
+            emulator: Mutex::default(),
             state: Mutex::new(State {
                 scrollback,
                 // A title sequence cut by the switch is lost; the next one
