@@ -12,7 +12,7 @@ use holdfast_api::proto::daemon::v1 as pb;
 pub struct HeldOutput {
     /// Output the emulator has not read (all the scrollback holds, if it
     /// has to start again), oldest first.
-    pub bytes: Vec<u8>,
+    pub bytes: prost::bytes::Bytes,
     /// The offset of `bytes[0]` in the session's output.
     pub start: u64,
     /// The terminal's width.
@@ -51,21 +51,17 @@ pub fn screen(emulator: &mut Option<Emulator>, held: HeldOutput) -> pb::GetScree
         return pb::GetScreenResponse::default();
     };
     let size = (held.cols, held.rows);
-    let reads_on = emulator
-        .as_ref()
-        .is_some_and(|e| e.read_to == held.start && e.size == size);
-    if !reads_on {
-        // No scrollback of its own: only the screen is asked for, and the
-        // memory stays that of one screen.
-        *emulator = Some(Emulator {
+    let emulator = match emulator {
+        Some(emulator) if emulator.read_to == held.start && emulator.size == size => emulator,
+        // None yet, output it missed, or another size: it starts again from
+        // what is held. No scrollback of its own: only the screen is asked
+        // for, and the memory stays that of one screen.
+        _ => emulator.insert(Emulator {
             parser: vt100::Parser::new(rows, cols, 0),
             origin: held.start,
             read_to: held.start,
             size,
-        });
-    }
-    let Some(emulator) = emulator.as_mut() else {
-        unreachable!("made above")
+        }),
     };
     emulator.parser.process(&held.bytes);
     emulator.read_to = held.start + held.bytes.len() as u64;
@@ -96,7 +92,7 @@ mod tests {
 
     fn held(bytes: &[u8], start: u64) -> HeldOutput {
         HeldOutput {
-            bytes: bytes.to_vec(),
+            bytes: prost::bytes::Bytes::copy_from_slice(bytes),
             start,
             cols: 20,
             rows: 4,

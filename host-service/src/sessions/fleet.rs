@@ -293,31 +293,28 @@ impl Fleet {
     /// restart never lists them.
     pub async fn close_elsewhere(&self, workspace_id: &str, until: Instant) {
         let hosts = self.hosts(until).await;
-        let told = hosts
+        let others: Vec<&HostRow> = hosts
             .iter()
             .filter(|host| host.id != self.me.id && !host.address.is_empty())
-            .map(|host| async move {
-                let channel = self.channel(&host.address)?;
-                let mut request = self.request(pb::CloseWorkspaceRequest {
-                    workspace_id: workspace_id.to_owned(),
-                });
-                request.metadata_mut().insert(
-                    RELAYED_HEADER,
-                    tonic::metadata::MetadataValue::from_static("1"),
-                );
-                let mut client = WorkspaceServiceClient::new(channel);
-                match tokio::time::timeout_at(until, client.close_workspace(request)).await {
-                    Ok(Ok(_)) => Ok(()),
-                    Ok(Err(status)) => Err(format!("it refused: {}", status.message())),
-                    Err(_) => Err("it did not answer in time".to_owned()),
-                }
+            .collect();
+        let told = others.iter().map(|host| async move {
+            let channel = self.channel(&host.address)?;
+            let mut request = self.request(pb::CloseWorkspaceRequest {
+                workspace_id: workspace_id.to_owned(),
             });
+            request.metadata_mut().insert(
+                RELAYED_HEADER,
+                tonic::metadata::MetadataValue::from_static("1"),
+            );
+            let mut client = WorkspaceServiceClient::new(channel);
+            match tokio::time::timeout_at(until, client.close_workspace(request)).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(status)) => Err(format!("it refused: {}", status.message())),
+                Err(_) => Err("it did not answer in time".to_owned()),
+            }
+        });
         let answers = futures_util::future::join_all(told).await;
-        for (host, answer) in hosts
-            .iter()
-            .filter(|host| host.id != self.me.id)
-            .zip(answers)
-        {
+        for (host, answer) in others.iter().zip(answers) {
             if let Err(reason) = answer {
                 tracing::warn!(host = %host.name, %workspace_id, %reason, "another host was not told of a closed workspace; its reaper will end its sessions");
             }

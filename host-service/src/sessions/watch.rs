@@ -289,31 +289,21 @@ impl Watches {
         }
         // A memory-only list lacks the background sessions: missing from
         // it is no reason to leave. They stay until a complete list.
+        let now: std::collections::HashSet<&str> = observed
+            .sessions
+            .iter()
+            .map(|session| session.session_id.as_str())
+            .collect();
+        let missing = previous
+            .iter()
+            .filter(|s| !now.contains(s.session_id.as_str()));
         let mut kept = Vec::new();
         if now_complete {
-            let now: std::collections::HashSet<&str> = observed
-                .sessions
-                .iter()
-                .map(|session| session.session_id.as_str())
-                .collect();
-            for gone in previous
-                .iter()
-                .filter(|s| !now.contains(s.session_id.as_str()))
-            {
+            for gone in missing {
                 events.push(Event::Removed(lists.why_gone(&gone.session_id).await));
             }
         } else {
-            let now: std::collections::HashSet<&str> = observed
-                .sessions
-                .iter()
-                .map(|session| session.session_id.as_str())
-                .collect();
-            kept.extend(
-                previous
-                    .iter()
-                    .filter(|s| !now.contains(s.session_id.as_str()))
-                    .cloned(),
-            );
+            kept.extend(missing.cloned());
         }
         if events.is_empty() {
             return;

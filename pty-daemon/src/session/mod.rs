@@ -531,13 +531,11 @@ impl Session {
             let state = self.state();
             let start = state.scrollback.start_offset();
             let from = read_to.filter(|&read| read >= start).unwrap_or(start);
-            let (older, newer) = state.scrollback.as_slices();
-            // Skip what was read: it lies in `older` first, then `newer`.
-            let skip = usize::try_from(from - start).unwrap_or(usize::MAX);
-            let mut bytes = Vec::new();
-            let older_skip = skip.min(older.len());
-            bytes.extend_from_slice(&older[older_skip..]);
-            bytes.extend_from_slice(&newer[(skip - older_skip).min(newer.len())..]);
+            // Pending (nothing new) or, never here, evicted: nothing to read.
+            let bytes = match state.scrollback.read_at(from, usize::MAX) {
+                ReadAt::Data(bytes) => bytes,
+                ReadAt::Pending | ReadAt::Evicted { .. } => Bytes::new(),
+            };
             crate::screen::HeldOutput {
                 bytes,
                 start: from,
