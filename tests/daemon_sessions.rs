@@ -320,6 +320,7 @@ async fn flood_with(
             session_id: session.session_id.clone(),
             from_offset: Some(0),
             unpaced,
+            ..Default::default()
         })
         .await
         .expect("attach")

@@ -159,7 +159,7 @@ impl Folded {
                 Some(Event::Removed(removed)) => {
                     self.sessions.remove(&removed.session_id);
                 }
-                Some(Event::Source(_)) | None => {}
+                Some(Event::Source(_) | Event::Daemon(_)) | None => {}
             }
         }
     }

@@ -329,3 +329,60 @@ async fn a_watcher_that_stops_reading_is_resynced_not_buffered() {
         read.len()
     );
 }
+
+/// The daemon upgrading in place and the daemon restarting are told on
+/// the watch: an upgrade keeps every session; a restart is followed by
+/// the sessions lost with the old daemon.
+#[tokio::test]
+async fn a_watch_is_told_of_the_daemon_upgrading_and_restarting() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("daemon").await.workspace_id;
+    let session = host
+        .create_session(session_request(&workspace, &["sleep", "1000"]))
+        .await;
+    let mut watcher = watch(&host, &workspace, None).await;
+    let mut seen = vec![next(&mut watcher).await];
+    let pid = home.serving_daemon_pid().await.expect("a daemon serves");
+
+    let mut status = pb::status_service_client::StatusServiceClient::connect(host.address.clone())
+        .await
+        .expect("status client");
+    let upgraded = status
+        .upgrade_daemon(pb::UpgradeDaemonRequest { force: true })
+        .await
+        .expect("upgrade")
+        .into_inner();
+    assert!(upgraded.upgraded);
+    let told = until(&mut watcher, &mut seen, |e| matches!(e, Event::Daemon(_))).await;
+    let Some(Event::Daemon(change)) = told.event else {
+        unreachable!()
+    };
+    assert_eq!(change.kind(), pb::DaemonChangeKind::Upgraded);
+    assert_eq!(change.pid as i32, pid);
+    assert!(
+        !seen
+            .iter()
+            .any(|m| matches!(m.event, Some(Event::Removed(_)))),
+        "an upgrade keeps every session: {seen:?}"
+    );
+
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid).expect("pid"),
+        Signal::KILL,
+    )
+    .expect("SIGKILL the daemon");
+    let told = until(&mut watcher, &mut seen, |e| matches!(e, Event::Daemon(_))).await;
+    let Some(Event::Daemon(change)) = told.event else {
+        unreachable!()
+    };
+    assert_eq!(change.kind(), pb::DaemonChangeKind::Restarted);
+    assert_ne!(change.pid as i32, pid);
+    let gone = until(&mut watcher, &mut seen, |e| matches!(e, Event::Removed(_))).await;
+    let Some(Event::Removed(gone)) = gone.event else {
+        unreachable!()
+    };
+    assert_eq!(gone.session_id, session.session_id);
+    let revisions: Vec<u64> = seen.iter().map(|m| m.revision).collect();
+    assert!(revisions.is_sorted(), "{revisions:?}");
+}

@@ -120,13 +120,21 @@ pub(crate) enum Command {
         /// The text.
         text: String,
     },
-    /// Attach this terminal to a session: output (scrollback first) and
-    /// keystrokes; Ctrl-] detaches and leaves it running.
+    /// Attach this terminal to a session: its screen as it is, then its
+    /// output and your keystrokes; Ctrl-] detaches and leaves it running.
     Attach {
         /// The session: its id, a unique start of it, its name or its title
         /// [default: the only live session, as `tmux attach` finds it].
         #[arg(add = ArgValueCandidates::new(completion::sessions))]
         id: Option<String>,
+        /// Replay the output held (scrollback first) instead of drawing
+        /// the screen as it is.
+        #[arg(long)]
+        replay: bool,
+        /// Only look: keys (but the detach key) go nowhere, and this
+        /// terminal's size never becomes the session's.
+        #[arg(long, short)]
+        read_only: bool,
     },
     /// Describe a session, running or ended: its command, directory,
     /// state (exit status once it ended), size and times.
@@ -148,6 +156,10 @@ pub(crate) enum Command {
         /// Print the escape sequences that draw the screen instead of text.
         #[arg(long)]
         ansi: bool,
+        /// Print up to this many lines that scrolled off the top first
+        /// (the daemon keeps 200), as `capture-pane -S -N` does.
+        #[arg(long, short = 'S', value_name = "LINES", conflicts_with = "ansi")]
+        scrollback: Option<u32>,
     },
     /// Give a session a new name, as `tmux rename-session` does; lists
     /// show it and commands find the session by it.
@@ -158,9 +170,10 @@ pub(crate) enum Command {
         /// Its new name.
         name: String,
     },
-    /// Print a session's output so far, as its program wrote it (to a
-    /// terminal, without the queries a terminal would answer), without
-    /// attaching to it; `-f` follows it to its exit.
+    /// Print a session's output so far without attaching to it; `-f`
+    /// follows it to its exit. Piped, the bytes are as its program wrote
+    /// them; to a terminal, the text, which cannot change the terminal
+    /// (or, for a full-screen program, its screen as text).
     Logs {
         /// The session: its id, a unique start of it, its name or its title.
         #[arg(add = ArgValueCandidates::new(completion::sessions))]
@@ -169,6 +182,10 @@ pub(crate) enum Command {
         /// -f` does (this counts it as attached).
         #[arg(long, short)]
         follow: bool,
+        /// Print the bytes as the program wrote them, escape sequences and
+        /// all, even to a terminal (which they may change).
+        #[arg(long)]
+        raw: bool,
     },
     /// Wait for a session to end; print how (`exit 0`, `signal 15`) and
     /// exit as it did (128 + the signal), as `docker wait` does. Waiting

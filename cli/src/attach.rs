@@ -131,20 +131,42 @@ enum Ending {
     Lost(tonic::Status),
 }
 
+/// How `holdfast attach` shows a session.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AttachMode {
+    /// Replay the output held instead of drawing the screen first.
+    pub replay: bool,
+    /// Only look: keys (but the detach key) go nowhere, and this
+    /// terminal's size is never the session's.
+    pub read_only: bool,
+}
+
 /// Attaches to `session_id` until it exits or the user detaches.
 ///
-/// It returns the exit status for the process.
+/// On a terminal the session's screen is drawn first, then its output
+/// from there on, as tmux re-attaches: a full-screen program comes back
+/// whole, and the terminal's scrollback gets one screen, not the whole
+/// history again. `mode.replay` replays the output held instead. It
+/// returns the exit status for the process.
 pub async fn attach(
     clients: &mut Clients,
     session_id: String,
     detach_key: DetachKey,
+    mode: AttachMode,
 ) -> anyhow::Result<u8> {
     let window_changes = signal(SignalKind::window_change()).context("watching SIGWINCH")?;
+    let start = if mode.replay || !std::io::stdout().is_terminal() {
+        pb::AttachStart::Replay
+    } else {
+        pb::AttachStart::Screen
+    };
     let answer = clients
         .terminals
         .attach_session(pb::AttachSessionRequest {
             session_id: session_id.clone(),
             from_offset: None,
+            start: start.into(),
+            read_only: mode.read_only,
             ..Default::default()
         })
         .await
@@ -153,9 +175,10 @@ pub async fn attach(
     let history = History::of(&answer);
     let stream = answer.into_inner();
     let raw = RawMode::enter()?;
-    if raw.is_some() {
-        // The replay may begin mid-screen. A full-screen program draws
-        // its screen again after it, as under tmux attach.
+    if raw.is_some() && !mode.read_only {
+        // A replay may begin mid-screen, and a screen drawn at the
+        // session's size may not be this terminal's. A full-screen program
+        // draws its screen again after it, as under tmux attach.
         resize_to_terminal(clients, &session_id, &attachment, true).await;
     }
     relay(
@@ -166,6 +189,7 @@ pub async fn attach(
         InputRules {
             detach_key,
             end: InputEnd::Kept,
+            read_only: mode.read_only,
         },
         window_changes,
         stream,
@@ -226,6 +250,7 @@ pub async fn start(
             InputRules {
                 detach_key,
                 end: InputEnd::Passed,
+                read_only: false,
             },
             window_changes,
             events,
@@ -263,7 +288,7 @@ async fn relay(
     let mut screen = Screen::new(raw);
     let mut stream: Events = Box::pin(events);
     let mut ends = Ends::watch()?;
-    let mut keyboard = Keyboard::new(detach_key, input_end);
+    let mut keyboard = Keyboard::new(detach_key, input_end, input.read_only);
     let mut stdout = std::io::stdout();
     let mut typing = Typing::new(attachment.clone());
     let mut held = HeldKeys::default();
@@ -296,6 +321,14 @@ async fn relay(
                             write!(stdout, "\r\n[holdfast: {} bytes of earlier output are no longer held]\r\n", gap.to_offset - gap.from_offset)?;
                             continue;
                         }
+                        Some(pb::attach_session_response::Event::Screen(drawn)) => {
+                            // Drawn as it is; output goes on from its end.
+                            shown_to = Some(drawn.output_offset);
+                            screen.modes.follow(&drawn.rendering);
+                            stdout.write_all(&drawn.rendering)?;
+                            stdout.flush()?;
+                            continue;
+                        }
                         Some(pb::attach_session_response::Event::Exited(exited)) => break Ending::Exited(exited),
                         Some(pb::attach_session_response::Event::Title(_)) | None => continue,
                     },
@@ -312,7 +345,7 @@ async fn relay(
                 // From the first byte not shown. A sequence held back is
                 // read again whole.
                 let from = shown_to.map(|to| to - history.held_back());
-                match reattach(clients, &session_id, from, &mut keyboard, &mut ends).await? {
+                match reattach(clients, &session_id, from, &mut keyboard, &mut ends, input.read_only).await? {
                     Reattached::Events(events, token) => {
                         stream = events;
                         attachment = token;
@@ -320,7 +353,9 @@ async fn relay(
                         // program wrote meanwhile is live to it.
                         history = History::new(None);
                         typing = Typing::new(attachment.clone());
-                        resize_to_terminal(clients, &session_id, &attachment, false).await;
+                        if !input.read_only {
+                            resize_to_terminal(clients, &session_id, &attachment, false).await;
+                        }
                         // Keys typed meanwhile, in order.
                         held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
                     }
@@ -340,7 +375,7 @@ async fn relay(
             () = held.retry(), if held.refused() => {
                 held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
             }
-            _ = window_changes.recv() => {
+            _ = window_changes.recv(), if !input.read_only => {
                 resize_to_terminal(clients, &session_id, &attachment, false).await;
             }
             () = ends.recv() => break Ending::Detached,
@@ -566,6 +601,7 @@ async fn reattach(
     from_offset: Option<u64>,
     keyboard: &mut Keyboard,
     ends: &mut Ends,
+    read_only: bool,
 ) -> anyhow::Result<Reattached> {
     let give_up = Instant::now() + REATTACH_PATIENCE;
     let mut pause = Duration::from_millis(50);
@@ -573,6 +609,7 @@ async fn reattach(
         let request = pb::AttachSessionRequest {
             session_id: session_id.to_owned(),
             from_offset,
+            read_only,
             ..Default::default()
         };
         let mut terminals = clients.terminals.clone();
@@ -675,6 +712,8 @@ struct InputRules {
     detach_key: DetachKey,
     /// What the end of input that is not a terminal does.
     end: InputEnd,
+    /// Keys but the detach key go nowhere.
+    read_only: bool,
 }
 
 /// What the end of input that is not a terminal does.
@@ -704,6 +743,8 @@ struct Keyboard {
     input_end: InputEnd,
     /// The last byte read.
     last: Option<u8>,
+    /// Keys are dropped as read (a read-only attach).
+    dropped: bool,
 }
 
 /// Most keys held while they cannot be sent: the most one write may carry.
@@ -719,7 +760,7 @@ impl Keyboard {
         self.open && self.typed.len() + self.buffer.len() <= MAX_HELD_KEYS
     }
 
-    fn new(detach_key: DetachKey, input_end: InputEnd) -> Self {
+    fn new(detach_key: DetachKey, input_end: InputEnd, dropped: bool) -> Self {
         Self {
             stdin: tokio::io::stdin(),
             buffer: Box::new([0; 4096]),
@@ -728,6 +769,7 @@ impl Keyboard {
             typed: Vec::new(),
             input_end,
             last: None,
+            dropped,
         }
     }
 
@@ -752,8 +794,10 @@ impl Keyboard {
             .detach_key
             .0
             .and_then(|key| typed.iter().position(|byte| *byte == key));
-        self.typed
-            .extend_from_slice(&typed[..detach_at.unwrap_or(read)]);
+        if !self.dropped {
+            self.typed
+                .extend_from_slice(&typed[..detach_at.unwrap_or(read)]);
+        }
         Ok(if detach_at.is_some() {
             Keys::Detach
         } else {
@@ -938,7 +982,7 @@ mod tests {
     /// reach 1 MiB and most of a read more.
     #[tokio::test]
     async fn keys_held_fit_one_write() {
-        let mut keyboard = super::Keyboard::new(DetachKey(None), super::InputEnd::Kept);
+        let mut keyboard = super::Keyboard::new(DetachKey(None), super::InputEnd::Kept, false);
         let read = keyboard.buffer.len();
         keyboard.typed = vec![b'x'; super::MAX_HELD_KEYS - read];
         assert!(keyboard.takes_more());

@@ -17,6 +17,7 @@ use pb::attach_session_response::Event;
 
 use crate::attach::{REATTACH_PATIENCE, REATTACH_PAUSE_MAX, exit_status, is_verdict};
 use crate::clients::{Clients, refused};
+use crate::plain_text::PlainText;
 use crate::stale_queries::History;
 use crate::stdout::{say, tell};
 
@@ -37,19 +38,29 @@ pub enum Reading {
 /// restart. It returns the exit status for the process. That is 0, or for
 /// `Wait` the session's own: its code, or 128 plus the signal that ended
 /// it.
+///
+/// To a terminal, unless `raw`, only the text is printed: escape sequences
+/// would change the terminal (switch it to the alternate screen, hide its
+/// cursor) and its queries would be answered as typed keys. The output so
+/// far of a full-screen program, which draws with the cursor rather than
+/// in lines, is its screen, as text.
 pub async fn logs(
     clients: &mut Clients,
     session_id: String,
     reading: Reading,
+    raw: bool,
 ) -> anyhow::Result<u8> {
     let follow = reading != Reading::SoFar;
     let stdout = std::io::stdout();
+    let as_text = stdout.is_terminal() && !raw;
+    if as_text && reading == Reading::SoFar && print_full_screen(clients, &session_id).await? {
+        return Ok(0);
+    }
     let mut out = Copy {
-        // A terminal answers the queries in what it is shown. Nothing but
-        // this shell is there to take the answers, as typed keys, so the
-        // queries are left out. Piped, the output is as the program wrote
-        // it.
-        queries: stdout.is_terminal().then(History::all),
+        // Raw to a terminal, the queries are still left out: nothing but
+        // this shell is there to take the answers, as typed keys.
+        queries: (stdout.is_terminal() && raw).then(History::all),
+        text: as_text.then(PlainText::new),
         stdout: stdout.lock(),
         written_to: None,
         print: reading != Reading::Wait,
@@ -65,6 +76,7 @@ pub async fn logs(
             // Waiting is no reason to hold the program up, or to count it
             // as attached. Following to print it all is (nothing lost).
             watch: reading == Reading::Wait,
+            ..Default::default()
         };
         if let Some(queries) = &mut out.queries {
             // What it held back comes again, from its first byte.
@@ -121,6 +133,31 @@ pub async fn logs(
     }
 }
 
+/// Prints the screen of a session in the alternate screen (a full-screen
+/// program), as text; returns whether it was one.
+async fn print_full_screen(clients: &mut Clients, session_id: &str) -> anyhow::Result<bool> {
+    let screen = clients
+        .terminals
+        .get_screen(pb::GetScreenRequest {
+            session_id: session_id.to_owned(),
+            ..Default::default()
+        })
+        .await;
+    // An ended session the daemon forgot has no screen: its output is
+    // printed, as for any other.
+    let Ok(screen) = screen.map(tonic::Response::into_inner) else {
+        return Ok(false);
+    };
+    if !screen.alternate_screen {
+        return Ok(false);
+    }
+    let used = screen.lines.iter().rposition(|line| !line.is_empty());
+    for line in &screen.lines[..used.map_or(0, |last| last + 1)] {
+        say!("{line}");
+    }
+    Ok(true)
+}
+
 /// Says how the session ended, as `docker wait` does, and returns the
 /// exit status that tells it.
 fn ended(exited: &pb::Exited) -> u8 {
@@ -131,9 +168,11 @@ fn ended(exited: &pb::Exited) -> u8 {
 /// Output written to stdout so far.
 struct Copy {
     stdout: StdoutLock<'static>,
-    /// Takes the terminal queries out of the output, printed to a
+    /// Takes the terminal queries out of the output, printed raw to a
     /// terminal.
     queries: Option<History>,
+    /// Keeps only the text, printed to a terminal.
+    text: Option<PlainText>,
     /// Where it ends, to go on from there.
     written_to: Option<u64>,
     /// Whether the output is written, or only followed.
@@ -180,9 +219,10 @@ impl Copy {
                 Some(Event::Output(output)) => {
                     self.written_to = Some(output.offset + output.data.len() as u64);
                     if self.print {
-                        let shown = match &mut self.queries {
-                            Some(queries) => queries.shown(output.offset, &output.data),
-                            None => std::borrow::Cow::Borrowed(&output.data[..]),
+                        let shown = match (&mut self.text, &mut self.queries) {
+                            (Some(text), _) => std::borrow::Cow::Owned(text.text(&output.data)),
+                            (None, Some(queries)) => queries.shown(output.offset, &output.data),
+                            (None, None) => std::borrow::Cow::Borrowed(&output.data[..]),
                         };
                         self.write(&shown)?;
                     }
@@ -200,7 +240,7 @@ impl Copy {
                     );
                 }
                 Some(Event::Exited(exited)) => break Copied::Ended(Some(exited)),
-                Some(Event::Title(_)) | None => {}
+                Some(Event::Title(_) | Event::Screen(_)) | None => {}
             }
         };
         if let (Copied::Ended(_), Some(queries)) = (&copied, &mut self.queries) {

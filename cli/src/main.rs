@@ -24,6 +24,7 @@ mod environment;
 mod logs;
 mod naming;
 mod own_server;
+mod plain_text;
 mod shown;
 mod stale_queries;
 mod stdout;
@@ -338,7 +339,11 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 return Ok(1);
             }
         }
-        Command::Attach { id } => {
+        Command::Attach {
+            id,
+            replay,
+            read_only,
+        } => {
             let id = match id {
                 Some(id) => naming::session_id(&mut clients, &id).await?,
                 None => naming::the_only_session(&mut clients).await?,
@@ -348,7 +353,8 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                     "this terminal is session {id}: attached to itself, it would show its own output back to itself for ever"
                 );
             }
-            return attach::attach(&mut clients, id, cli.detach_key).await;
+            let mode = attach::AttachMode { replay, read_only };
+            return attach::attach(&mut clients, id, cli.detach_key, mode).await;
         }
         Command::Show { id, json } => {
             let id = naming::session_id(&mut clients, &id).await?;
@@ -362,11 +368,18 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 .context("the host-service returned no session")?;
             shown::print_session(&session, json)?;
         }
-        Command::Screen { id, ansi } => {
+        Command::Screen {
+            id,
+            ansi,
+            scrollback,
+        } => {
             let id = naming::session_id(&mut clients, &id).await?;
             let screen = clients
                 .terminals
-                .get_screen(pb::GetScreenRequest { session_id: id })
+                .get_screen(pb::GetScreenRequest {
+                    session_id: id,
+                    scrollback_lines: scrollback.unwrap_or(0),
+                })
                 .await
                 .map_err(refused)?
                 .into_inner();
@@ -376,6 +389,9 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 out.write_all(&screen.rendering)?;
                 out.flush()?;
             } else {
+                for line in &screen.scrollback {
+                    say!("{line}");
+                }
                 // Without the blank rows below the last one written.
                 let used = screen.lines.iter().rposition(|line| !line.is_empty());
                 for line in &screen.lines[..used.map_or(0, |last| last + 1)] {
@@ -402,18 +418,18 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 .context("the host-service returned no session")?;
             say!("renamed {id} {}", renamed.name);
         }
-        Command::Logs { id, follow } => {
+        Command::Logs { id, follow, raw } => {
             let reading = if follow {
                 logs::Reading::Follow
             } else {
                 logs::Reading::SoFar
             };
             let id = naming::session_id(&mut clients, &id).await?;
-            return logs::logs(&mut clients, id, reading).await;
+            return logs::logs(&mut clients, id, reading, raw).await;
         }
         Command::Wait { id } => {
             let id = naming::session_id(&mut clients, &id).await?;
-            return logs::logs(&mut clients, id, logs::Reading::Wait).await;
+            return logs::logs(&mut clients, id, logs::Reading::Wait, false).await;
         }
         Command::Kill { id, signal, time } => {
             let id = naming::session_id(&mut clients, &id).await?;

@@ -93,7 +93,8 @@ fn apply(list: &mut pb::ListSessionsResponse, event: Option<Event>) {
             list.source = change.source;
             list.degraded_reason = change.degraded_reason;
         }
-        None => {}
+        // The sessions a restart lost come as their own `removed`.
+        Some(Event::Daemon(_)) | None => {}
     }
 }
 

@@ -44,8 +44,9 @@ async fn viewer_of(
     let cli = binary("holdfast");
     let address = host.address.clone();
     let mut argv = vec![cli.to_str().expect("utf-8 path"), "--addr", &address];
+    argv.push("attach");
     argv.extend(flags);
-    argv.extend(["attach", target]);
+    argv.push(target);
     let viewer = host.create_session(session_request(workspace, &argv)).await;
     let screen = host.attach(&viewer.session_id, None).await;
     (viewer.session_id, screen)
@@ -696,12 +697,24 @@ async fn detaching_switches_back_the_modes_a_program_set() {
         "printf '\\033[?1049h\\033[>1u\\033[?2004h\\033[?25l'; echo full-screen; exec sleep 600",
     )
     .await;
-    let (viewer, mut screen) = viewer_of(&mut host, &workspace, &target.session_id, &[]).await;
+    // Replayed, the program's own sequences reach the terminal.
+    let (viewer, mut screen) =
+        viewer_of(&mut host, &workspace, &target.session_id, &["--replay"]).await;
     receive_host_text(&mut screen, "full-screen").await;
     host.write_input(&viewer, "\x1d").await;
     let after = receive_host_text(&mut screen, "detached from").await;
     assert!(
         after.contains("\x1b[<1u\x1b[?2004l\x1b[?1049l\x1b[?25h\x1b[0m"),
+        "the modes are switched back before the detach is told: {after:?}"
+    );
+    // Drawn as a screen, the modes a terminal emulator knows of are set
+    // (the kitty keyboard flags are not among them), and switched back.
+    let (viewer, mut screen) = viewer_of(&mut host, &workspace, &target.session_id, &[]).await;
+    receive_host_text(&mut screen, "full-screen").await;
+    host.write_input(&viewer, "\x1d").await;
+    let after = receive_host_text(&mut screen, "detached from").await;
+    assert!(
+        after.contains("\x1b[?2004l\x1b[?1049l\x1b[?25h\x1b[0m") && !after.contains("\x1b[<1u"),
         "the modes are switched back before the detach is told: {after:?}"
     );
 }
@@ -891,6 +904,7 @@ async fn attach_replays_forwards_keys_follows_resizes_and_detaches() {
         "--addr",
         &address,
         "attach",
+        "--replay",
         &target.session_id,
     ];
     let write = |session_id: &str, data: &[u8]| pb::WriteInputRequest {

@@ -38,6 +38,16 @@ pub enum Error {
     /// It takes no input or resize.
     #[error("session {0:?} has exited")]
     SessionExited(String),
+    /// The attachment named is a read-only attach stream's.
+    #[error(
+        "attachment {attachment} of session {session_id:?} is read-only: its keys go nowhere and its size is never the session's"
+    )]
+    ReadOnly {
+        /// The session.
+        session_id: String,
+        /// The read-only stream's token.
+        attachment: u64,
+    },
     /// The workspace is closed: nothing new may start in it.
     #[error("workspace {0:?} is closed")]
     WorkspaceClosed(String),
@@ -161,6 +171,10 @@ impl From<Error> for tonic::Status {
                 .about("hostId", host_id)
                 .about("hostName", host_name)
                 .about("address", address),
+            Error::ReadOnly { session_id, .. } => {
+                refusal(Code::PermissionDenied, Reason::AttachmentReadOnly)
+                    .about("sessionId", session_id)
+            }
             Error::WorkspaceClosed(id) => {
                 refusal(Code::FailedPrecondition, Reason::WorkspaceClosed).about("workspaceId", id)
             }

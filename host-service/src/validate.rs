@@ -192,6 +192,45 @@ pub fn attachment(value: &str) -> Result<Option<crate::sessions::client_sizes::A
     })
 }
 
+/// How an attach stream starts, as the daemon is asked: a known
+/// `AttachStart`; with a screen, no `from_offset` (output follows the
+/// screen) and no `until_now` (a look is at output, `GetScreen` at the
+/// screen).
+pub fn attach_start(
+    request: &holdfast_api::proto::host::v1::AttachSessionRequest,
+) -> Result<holdfast_api::proto::daemon::v1::AttachStart> {
+    use holdfast_api::proto::daemon::v1::AttachStart as Daemon;
+    use holdfast_api::proto::host::v1::AttachStart;
+    let start = AttachStart::try_from(request.start).map_err(|_| {
+        Error::invalid(
+            "start",
+            format!("start {} is not a known AttachStart value", request.start),
+        )
+    })?;
+    let start = match start {
+        AttachStart::Replay => return Ok(Daemon::Replay),
+        AttachStart::Screen => Daemon::Screen,
+        AttachStart::Auto => Daemon::Auto,
+    };
+    let clash = if request.from_offset.is_some() {
+        Some("from_offset")
+    } else if request.until_now {
+        Some("until_now")
+    } else {
+        None
+    };
+    if let Some(field) = clash {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "{field} cannot be given with start {}: the stream goes on from where the screen ends",
+                start.as_str_name()
+            ),
+        ));
+    }
+    Ok(start)
+}
+
 /// Input writes: at most 1 MiB.
 pub fn write_len(len: usize) -> Result<()> {
     if len > MAX_WRITE_BYTES {

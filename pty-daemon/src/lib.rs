@@ -15,6 +15,7 @@ pub mod limits;
 pub mod listener;
 pub mod listing;
 pub mod log_file;
+pub mod modes;
 pub mod peer_auth;
 pub mod posix_spawn;
 pub mod registry;

@@ -201,18 +201,35 @@ impl PtyDaemon for DaemonService {
     ) -> Result<Response<AttachStream>, Status> {
         self.upgrader.check_open()?;
         let request = request.into_inner();
+        let start = validate::attach_start(request.start, request.from_offset)?;
         let session = self
             .registry
             .get(validate::session_id(&request.session_id)?)?;
         // Taken first: output written meanwhile counts as live.
         let live_from = session.output_offset();
-        let cursor = session.cursor(request.from_offset, !request.unpaced);
+        let screen = match start {
+            pb::AttachStart::Replay => None,
+            pb::AttachStart::Screen => Some(drawn(Arc::clone(&session), 0).await?),
+            pb::AttachStart::Auto => Some(drawn(Arc::clone(&session), 0).await?)
+                .filter(crate::screen::replay_falls_short),
+        };
+        // Output goes on from exactly the end of the screen drawn.
+        let from_offset = screen
+            .as_ref()
+            .map_or(request.from_offset, |screen| Some(screen.output_offset));
+        let cursor = session.cursor(from_offset, !request.unpaced);
+        let first = screen.map(|screen| {
+            Ok(pb::AttachResponse {
+                event: Some(pb::attach_response::Event::Screen(screen)),
+            })
+        });
+        let events = futures_util::stream::iter(first).chain(attach_events(
+            session,
+            cursor,
+            self.upgrader.leaving(),
+        ));
         Ok(with_live_offset(
-            Response::new(Box::pin(attach_events(
-                session,
-                cursor,
-                self.upgrader.leaving(),
-            ))),
+            Response::new(Box::pin(events)),
             Some(live_from),
         ))
     }
@@ -307,12 +324,8 @@ impl PtyDaemon for DaemonService {
         let request = request.into_inner();
         let session_id = validate::session_id(&request.session_id)?;
         let session = self.registry.get(session_id)?;
-        // Reading up to a scrollback's worth of output is CPU work: off the
-        // runtime's threads.
-        let screen = tokio::task::spawn_blocking(move || session.screen())
-            .await
-            .map_err(|error| Status::internal(format!("drawing the screen: {error}")))?;
-        Ok(Response::new(screen))
+        let lines = usize::try_from(request.scrollback_lines).unwrap_or(usize::MAX);
+        Ok(Response::new(drawn(session, lines).await?))
     }
 
     async fn resize(
@@ -407,6 +420,20 @@ fn started(session: &Session) -> Result<pb::Session, Status> {
 /// again: the offset after the last byte sent. It ends once the sessions
 /// are frozen, so a client that keeps up has had every byte before the
 /// switch.
+/// What `session`'s terminal shows, with up to `scrollback_lines` lines
+/// that scrolled off.
+///
+/// Reading up to a scrollback's worth of output is CPU work: off the
+/// runtime's threads.
+async fn drawn(
+    session: Arc<Session>,
+    scrollback_lines: usize,
+) -> Result<pb::GetScreenResponse, Status> {
+    tokio::task::spawn_blocking(move || session.screen(scrollback_lines))
+        .await
+        .map_err(|error| Status::internal(format!("drawing the screen: {error}")))
+}
+
 fn attach_events(
     session: Arc<Session>,
     cursor: Cursor,

@@ -1,4 +1,5 @@
-//! Window titles set by OSC 0 and OSC 2 sequences.
+//! Window titles set by OSC 0 and OSC 2 sequences, and the terminal modes
+//! the output switches (`modes.rs`).
 //!
 //! They are found with a real VT parser, so that sequences split across
 //! reads are still recognised.
@@ -31,6 +32,8 @@ struct TitleFound {
     ///
     /// Fed no escape since, the parser stays there.
     grounded: bool,
+    /// The modes the output switched on so far (see `modes.rs`).
+    modes: crate::modes::Modes,
 }
 
 impl vte::Perform for TitleFound {
@@ -38,12 +41,14 @@ impl vte::Perform for TitleFound {
         self.grounded = true;
     }
 
-    fn csi_dispatch(&mut self, _: &vte::Params, _: &[u8], _: bool, _: char) {
+    fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], _: bool, action: char) {
         self.grounded = true;
+        self.modes.csi(params, intermediates, action);
     }
 
-    fn esc_dispatch(&mut self, _: &[u8], _: bool, _: u8) {
+    fn esc_dispatch(&mut self, intermediates: &[u8], _: bool, byte: u8) {
         self.grounded = true;
+        self.modes.esc(intermediates, byte);
     }
 
     fn unhook(&mut self) {
@@ -112,6 +117,11 @@ impl TitleTracker {
         self.parser.advance(&mut self.found, tail);
         self.in_ground = self.found.grounded;
         self.found.latest.take()
+    }
+
+    /// The modes the output fed so far switched on.
+    pub fn modes(&self) -> crate::modes::Modes {
+        self.found.modes
     }
 }
 

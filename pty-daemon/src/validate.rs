@@ -100,6 +100,31 @@ pub fn same_session(stream_session: &str, named: &str) -> Result<()> {
     Ok(())
 }
 
+/// How an attach stream starts: a known `AttachStart`, and no
+/// `from_offset` with a screen (output follows the screen's own end).
+pub fn attach_start(
+    start: i32,
+    from_offset: Option<u64>,
+) -> Result<holdfast_api::proto::daemon::v1::AttachStart> {
+    use holdfast_api::proto::daemon::v1::AttachStart;
+    let start = AttachStart::try_from(start).map_err(|_| {
+        Error::invalid(
+            "start",
+            format!("start {start} is not a known AttachStart value"),
+        )
+    })?;
+    if start != AttachStart::Replay && from_offset.is_some() {
+        return Err(Error::invalid(
+            "from_offset",
+            format!(
+                "from_offset cannot be given with start {}: output follows the screen from where it ends",
+                start.as_str_name()
+            ),
+        ));
+    }
+    Ok(start)
+}
+
 /// Input writes are at most 1 MiB.
 pub fn write_len(len: usize) -> Result<()> {
     if len > MAX_WRITE_BYTES {

@@ -206,7 +206,7 @@ impl HostHome {
         let daemon = holdfast_plumbing::daemon_client::connect(&self.socket(), super::PATIENCE)
             .await
             .expect("daemon");
-        eventually(what, || {
+        super::eventually(what, || {
             let mut daemon = daemon.clone();
             async move {
                 let list = daemon
@@ -320,6 +320,28 @@ impl HostService {
                 .any(|s| s.session_id == id && (s.cols, s.rows) == size)
         })
         .await;
+    }
+
+    /// Waits until the session's screen satisfies `drawn`; returns it.
+    pub async fn screen_until(
+        &self,
+        what: &str,
+        session_id: &str,
+        drawn: impl Fn(&pb::GetScreenResponse) -> bool,
+    ) -> pb::GetScreenResponse {
+        let drawn = &drawn;
+        super::eventually(what, || {
+            let mut terminals = self.terminals.clone();
+            let request = pb::GetScreenRequest {
+                session_id: session_id.to_owned(),
+                ..Default::default()
+            };
+            async move {
+                let screen = terminals.get_screen(request).await.ok()?.into_inner();
+                drawn(&screen).then_some(screen)
+            }
+        })
+        .await
     }
 
     /// Disposes of a session, with the default signal and grace.
@@ -441,7 +463,7 @@ impl HostService {
         accept: impl Fn(&pb::ListSessionsResponse) -> bool,
     ) -> pb::ListSessionsResponse {
         let accept = &accept;
-        eventually(what, || {
+        super::eventually(what, || {
             let mut terminals = self.terminals.clone();
             let request = pb::ListSessionsRequest {
                 workspace_id: workspace_id.into(),

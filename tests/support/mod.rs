@@ -19,6 +19,7 @@ use tonic::Streaming;
 
 pub mod host;
 pub mod postgres;
+pub mod tmux;
 
 /// Generous bound for anything that should take milliseconds.
 pub const PATIENCE: Duration = Duration::from_secs(20);
@@ -462,6 +463,8 @@ pub struct Received {
     pub titles: Vec<String>,
     /// The exit event, if it came.
     pub exited: Option<pb::Exited>,
+    /// The screen a stream started with, if it asked for one.
+    pub screen: Option<pb::GetScreenResponse>,
 }
 
 impl Received {
@@ -530,6 +533,15 @@ pub async fn receive_until<M: AttachMessage>(
             }
             Event::Title(title) => received.titles.push(title.title),
             Event::Exited(exited) => received.exited = Some(exited),
+            Event::Screen(screen) => {
+                assert!(
+                    received.screen.is_none() && next_offset.is_none(),
+                    "a screen comes first, once"
+                );
+                next_offset = Some(screen.output_offset);
+                received.first_offset = Some(screen.output_offset);
+                received.screen = Some(screen);
+            }
         }
     }
 }

@@ -52,6 +52,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
     client
         .get_screen(daemon_pb::GetScreenRequest {
             session_id: "screen".into(),
+            ..Default::default()
         })
         .await?;
     let first = started.elapsed();
@@ -62,6 +63,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<()> {
         let screen = client
             .get_screen(daemon_pb::GetScreenRequest {
                 session_id: "screen".into(),
+                ..Default::default()
             })
             .await?
             .into_inner();

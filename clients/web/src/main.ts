@@ -12,6 +12,7 @@ import { FitAddon } from "@xterm/addon-fit";
 import { Terminal } from "@xterm/xterm";
 import "@xterm/xterm/css/xterm.css";
 import {
+  AttachStart,
   Source,
   TerminalService,
   WorkspaceService,
@@ -238,7 +239,12 @@ function note(text: string) {
   terminal.write(`\r\n\x1b[2m[${text}]\x1b[0m\r\n`);
 }
 
-/** Streams one session into the terminal from its first held byte until it exits. */
+/**
+ * Streams one session into the terminal until it exits: its output from
+ * the first byte held, or, when a replay would not draw it right (a
+ * full-screen program, output no longer held), its screen as it is and
+ * the output after it.
+ */
 async function attach(sessionId: string) {
   attached?.stop.abort();
   const stop = new AbortController();
@@ -251,7 +257,7 @@ async function attach(sessionId: string) {
   newTerminal();
   try {
     const events = terminals.attachSession(
-      { sessionId, fromOffset: 0n },
+      { sessionId, start: AttachStart.AUTO },
       {
         signal: stop.signal,
         onHeader: (headers) => {
@@ -269,6 +275,11 @@ async function attach(sessionId: string) {
       switch (event.case) {
         case "output":
           show(mine, event.value.offset, event.value.data);
+          break;
+        case "screen":
+          // Drawn at the session's size; the resize sent on attach has
+          // its program draw again at this terminal's.
+          terminal.write(event.value.rendering);
           break;
         case "truncated":
           note(`${event.value.toOffset - event.value.fromOffset} bytes no longer held`);

@@ -81,6 +81,7 @@ fn after(event: &daemon::AttachResponse) -> Option<u64> {
     match &event.event {
         Some(Event::Output(output)) => Some(output.offset + output.data.len() as u64),
         Some(Event::Truncated(truncated)) => Some(truncated.to_offset),
+        Some(Event::Screen(screen)) => Some(screen.output_offset),
         _ => None,
     }
 }

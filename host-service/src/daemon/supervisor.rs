@@ -88,6 +88,8 @@ pub enum DaemonState {
         pid: u32,
         /// Its version.
         version: String,
+        /// How many upgrades in place it went through.
+        upgrades: u32,
     },
     /// Gone (being relaunched), or running but not answering.
     Down(String),
@@ -271,6 +273,7 @@ impl Supervisor {
         self.set_state(DaemonState::Up {
             pid: info.pid,
             version: info.version.clone(),
+            upgrades: info.upgrades,
         })
         .await;
     }

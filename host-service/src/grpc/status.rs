@@ -47,7 +47,7 @@ impl StatusService for HostStatus {
         };
         let state = match self.health.state() {
             DaemonState::Starting => pb::DaemonState::Starting,
-            DaemonState::Up { pid, version } => {
+            DaemonState::Up { pid, version, .. } => {
                 status.daemon_pid = pid;
                 status.daemon_version = version;
                 match self.daemon.not_answering().await {

@@ -77,7 +77,7 @@ impl TerminalService for Host {
             .await?;
         // Started at its client's size; all its output is live.
         let mut response = with_live_offset(Response::new(()), Some(0));
-        let client = self.client_attachment(&session.session_id, guard, &mut response);
+        let client = self.client_attachment(&session.session_id, guard, &mut response, false);
         self.sizes.resized(
             &session.session_id,
             Some(client.attachment),
@@ -190,8 +190,9 @@ impl TerminalService for Host {
     ) -> Result<Response<AttachStream>, Status> {
         let request = request.into_inner();
         let session_id = validate::id("session_id", &request.session_id)?.to_owned();
+        let start = validate::attach_start(&request)?;
         let onlooker = request.until_now || request.watch;
-        let open = self.open_stream(&session_id, request.from_offset, onlooker);
+        let open = self.open_stream(&session_id, request.from_offset, onlooker, start);
         if request.until_now {
             let open = async { open.await.map(|(events, _)| events) };
             let events = self.look(&session_id, request.from_offset, open).await?;
@@ -229,7 +230,7 @@ impl TerminalService for Host {
             }
         });
         let mut response = with_live_offset(Response::new(()), live_from);
-        let client = self.client_attachment(&session_id, guard, &mut response);
+        let client = self.client_attachment(&session_id, guard, &mut response, request.read_only);
         let relayed = self.relay(session_id, events, Some(client));
         Ok(response.map(|()| -> AttachStream { Box::pin(relayed) }))
     }
@@ -241,6 +242,7 @@ impl TerminalService for Host {
         let request = request.into_inner();
         let session_id = validate::id("session_id", &request.session_id)?;
         let attachment = validate::attachment(&request.attachment)?;
+        self.refuse_read_only(session_id, attachment)?;
         self.typed_in(session_id, attachment).await;
         self.write(session_id, request.data).await?;
         Ok(Response::new(pb::WriteInputResponse {}))
@@ -269,6 +271,7 @@ impl TerminalService for Host {
                 if !write.attachment.is_empty() {
                     attachment = validate::attachment(&write.attachment)?;
                 }
+                host.refuse_read_only(&session_id, attachment)?;
                 host.typed_in(&session_id, attachment).await;
                 host.write(&session_id, write.data).await?;
                 Ok(Some((
@@ -288,6 +291,7 @@ impl TerminalService for Host {
         let session_id = validate::id("session_id", &request.session_id)?.to_owned();
         validate::size(request.cols, request.rows)?;
         let attachment = validate::attachment(&request.attachment)?;
+        self.refuse_read_only(&session_id, attachment)?;
         let usable = self.usable(&session_id).await?;
         let mut client = self.daemon.clone();
         let resize = self.request(daemon::ResizeRequest {
@@ -328,7 +332,8 @@ impl TerminalService for Host {
         // The row first: an unknown id, or another host's, is answered
         // without the daemon.
         self.undisposed_row(session_id).await?;
-        Ok(Response::new(self.screen(session_id).await?))
+        let lines = request.get_ref().scrollback_lines;
+        Ok(Response::new(self.screen(session_id, lines).await?))
     }
 
     async fn rename_session(

@@ -282,7 +282,15 @@ impl Host {
                     "the pty-daemon has no Start (an earlier version): spawning, then attaching"
                 );
                 let (session, ()) = self.spawn(spawn).await?;
-                match self.open_stream(&session.session_id, Some(0), false).await {
+                match self
+                    .open_stream(
+                        &session.session_id,
+                        Some(0),
+                        false,
+                        daemon::AttachStart::Replay,
+                    )
+                    .await
+                {
                     Ok((events, _)) => Ok((session, events)),
                     Err(error) => {
                         // Nothing is acknowledged yet, and the program runs
@@ -295,7 +303,13 @@ impl Host {
                 }
             }
             Ok((session, events)) => {
-                let events = self.resuming(&session.session_id, events, Some(0), false);
+                let events = self.resuming(
+                    &session.session_id,
+                    events,
+                    Some(0),
+                    false,
+                    daemon::AttachStart::Replay,
+                );
                 Ok((session, events))
             }
             Err(error) => Err(error),
@@ -380,29 +394,39 @@ impl Host {
     }
 
     /// What the session's terminal shows, as its daemon draws it.
-    pub(crate) async fn screen(&self, session_id: &str) -> Result<pb::GetScreenResponse> {
+    pub(crate) async fn screen(
+        &self,
+        session_id: &str,
+        scrollback_lines: u32,
+    ) -> Result<pb::GetScreenResponse> {
         let mut client = self.daemon.clone();
         let screen = self
             .daemon_call(
                 "drawing the session's screen",
                 client.get_screen(self.request(daemon::GetScreenRequest {
                     session_id: session_id.to_owned(),
+                    scrollback_lines,
                 })),
             )
             .await?;
-        Ok(pb::GetScreenResponse {
-            lines: screen.lines,
-            cursor_row: screen.cursor_row,
-            cursor_col: screen.cursor_col,
-            cursor_visible: screen.cursor_visible,
-            title: screen.title,
-            alternate_screen: screen.alternate_screen,
-            cols: screen.cols,
-            rows: screen.rows,
-            output_offset: screen.output_offset,
-            rendering: screen.rendering,
-            complete: screen.complete,
-        })
+        Ok(crate::sessions::attach_events::screen_to_proto(screen))
+    }
+
+    /// Refuses input and resizes named by a read-only attach stream.
+    pub(crate) fn refuse_read_only(
+        &self,
+        session_id: &str,
+        attachment: Option<AttachToken>,
+    ) -> Result<()> {
+        match attachment {
+            Some(attachment) if self.sizes.is_read_only(session_id, attachment) => {
+                Err(Error::ReadOnly {
+                    session_id: session_id.to_owned(),
+                    attachment,
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Whether a session may be looked at: in memory, or with a row that

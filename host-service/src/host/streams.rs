@@ -25,13 +25,21 @@ impl Host {
     ///
     /// The client's size (once it sets one) is its own until the returned
     /// value is dropped. `response` gets its token as metadata.
+    ///
+    /// A `read_only` client's token is refused by input and resizes: its
+    /// keys go nowhere and its size is never the session's.
     pub(crate) fn client_attachment<T>(
         &self,
         session_id: &str,
         counted: AttachGuard,
         response: &mut Response<T>,
+        read_only: bool,
     ) -> ClientAttachment {
-        let attachment = self.sizes.attach(session_id);
+        let attachment = if read_only {
+            self.sizes.attach_read_only(session_id)
+        } else {
+            self.sizes.attach(session_id)
+        };
         response.metadata_mut().insert(
             holdfast_api::proto::ATTACHMENT_METADATA,
             tonic::metadata::MetadataValue::from(attachment),
@@ -49,37 +57,53 @@ impl Host {
     /// For an onlooker (a look or a watch), the stream is unpaced. Only the
     /// opening is bounded by the operation timeout; the stream itself is
     /// not.
+    ///
+    /// With a `start` other than a replay, the stream begins with the
+    /// session's screen (if the daemon chose to draw it), and output goes
+    /// on from where it ends.
     pub(crate) async fn open_stream(
         &self,
         session_id: &str,
         from_offset: Option<u64>,
         onlooker: bool,
+        start: daemon::AttachStart,
     ) -> Result<(DaemonEvents, Option<u64>)> {
         let (events, live_from) = self
-            .open_stream_once(session_id, from_offset, onlooker)
+            .open_stream_once(session_id, from_offset, onlooker, start)
             .await?;
         Ok((
-            self.resuming(session_id, events, from_offset, onlooker),
+            self.resuming(session_id, events, from_offset, onlooker, start),
             live_from,
         ))
     }
 
     /// `events` of `session_id`, opened again from where they stopped each
     /// time a daemon upgrade ends them.
+    ///
+    /// Once anything was relayed, they go on as a replay from the next
+    /// offset; before, they start as `start` asked.
     pub(crate) fn resuming(
         &self,
         session_id: &str,
         events: DaemonEvents,
         from_offset: Option<u64>,
         onlooker: bool,
+        start: daemon::AttachStart,
     ) -> DaemonEvents {
         let host = self.clone();
         let session_id = session_id.to_owned();
         resuming(events, from_offset, move |from| {
             let host = host.clone();
             let session_id = session_id.clone();
+            let start = if from.is_some() {
+                daemon::AttachStart::Replay
+            } else {
+                start
+            };
             async move {
-                let opened = host.open_stream_once(&session_id, from, onlooker).await;
+                let opened = host
+                    .open_stream_once(&session_id, from, onlooker, start)
+                    .await;
                 opened.ok().map(|(events, _)| events)
             }
         })
@@ -90,6 +114,7 @@ impl Host {
         session_id: &str,
         from_offset: Option<u64>,
         onlooker: bool,
+        start: daemon::AttachStart,
     ) -> Result<(DaemonEvents, Option<u64>)> {
         let (mut client, slot) = self.streams.client();
         let attach = daemon::AttachRequest {
@@ -98,6 +123,7 @@ impl Host {
             // A look or a watch must not hold the program up (a daemon
             // older than the field paces it, within its patience).
             unpaced: onlooker,
+            start: start.into(),
         };
         // Where its live output begins, from the daemon's answer.
         let opened =

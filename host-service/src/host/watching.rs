@@ -2,11 +2,12 @@
 
 use holdfast_api::proto::host::v1 as pb;
 
+use crate::daemon::supervisor::DaemonState;
 use crate::error::Result;
 use crate::host::Host;
 use crate::sessions::live_sessions::Source;
 use crate::sessions::session_view;
-use crate::sessions::watch::{Lists, Observed};
+use crate::sessions::watch::{DaemonSeen, Lists, Observed};
 
 impl Lists for Host {
     async fn observe(&self, workspace_id: &str) -> Result<Observed> {
@@ -21,10 +22,23 @@ impl Lists for Host {
             Source::Complete => (pb::Source::Complete, String::new()),
             Source::MemoryOnly(reason) => (pb::Source::MemoryOnly, reason.clone()),
         };
+        let daemon = match self.live.health.state() {
+            DaemonState::Up {
+                pid,
+                version,
+                upgrades,
+            } => Some(DaemonSeen {
+                pid,
+                version,
+                upgrades,
+            }),
+            _ => None,
+        };
         Ok(Observed {
             sessions,
             source,
             degraded_reason,
+            daemon,
         })
     }
 

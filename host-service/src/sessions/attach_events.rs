@@ -46,6 +46,8 @@ where
     })
 }
 
+/// A daemon attach event as the host relays it; an exit is noted in
+/// `memory`.
 pub fn event_to_proto(
     memory: &HeldSessions,
     session_id: &str,
@@ -63,6 +65,7 @@ pub fn event_to_proto(
             to_offset: truncated.to_offset,
         }),
         D::Title(title) => H::Title(pb::TitleChanged { title: title.title }),
+        D::Screen(screen) => H::Screen(screen_to_proto(screen)),
         D::Exited(exited) => {
             memory.mark_exited(session_id, exited.exit_code, exited.signal);
             H::Exited(pb::Exited {
@@ -72,4 +75,22 @@ pub fn event_to_proto(
         }
     });
     pb::AttachSessionResponse { event }
+}
+
+/// The daemon's drawing of a session's screen, as the host's clients get it.
+pub fn screen_to_proto(screen: daemon::GetScreenResponse) -> pb::GetScreenResponse {
+    pb::GetScreenResponse {
+        lines: screen.lines,
+        cursor_row: screen.cursor_row,
+        cursor_col: screen.cursor_col,
+        cursor_visible: screen.cursor_visible,
+        title: screen.title,
+        alternate_screen: screen.alternate_screen,
+        cols: screen.cols,
+        rows: screen.rows,
+        output_offset: screen.output_offset,
+        rendering: screen.rendering,
+        complete: screen.complete,
+        scrollback: screen.scrollback,
+    }
 }

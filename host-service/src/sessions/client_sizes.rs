@@ -53,6 +53,8 @@ struct Inner {
 #[derive(Debug, Default)]
 struct Clients {
     attached: Vec<Client>,
+    /// Read-only clients' streams: they only look, and never set a size.
+    read_only: Vec<AttachToken>,
     /// The client whose size the session has, if the last size set was
     /// one client's.
     owner: Option<AttachToken>,
@@ -80,19 +82,41 @@ impl ClientSizes {
 
     /// A new attach stream to `session_id`, its client with no size yet.
     pub fn attach(&self, session_id: &str) -> AttachToken {
-        let mut inner = self.inner();
-        inner.counter += 1;
-        let attachment = inner.counter;
-        inner
-            .sessions
-            .entry(session_id.to_owned())
-            .or_default()
-            .attached
-            .push(Client {
+        self.add(session_id, |clients, attachment| {
+            clients.attached.push(Client {
                 attachment,
                 size: None,
             });
+        })
+    }
+
+    /// A new read-only attach stream to `session_id`.
+    ///
+    /// Its token names it for [`Self::is_read_only`], never for a size.
+    pub fn attach_read_only(&self, session_id: &str) -> AttachToken {
+        self.add(session_id, |clients, attachment| {
+            clients.read_only.push(attachment);
+        })
+    }
+
+    /// A new token, put among `session_id`'s clients by `put`.
+    fn add(&self, session_id: &str, put: impl FnOnce(&mut Clients, AttachToken)) -> AttachToken {
+        let mut inner = self.inner();
+        inner.counter += 1;
+        let attachment = inner.counter;
+        put(
+            inner.sessions.entry(session_id.to_owned()).or_default(),
+            attachment,
+        );
         attachment
+    }
+
+    /// Whether `attachment` names a read-only stream of `session_id`.
+    pub fn is_read_only(&self, session_id: &str, attachment: AttachToken) -> bool {
+        self.inner()
+            .sessions
+            .get(session_id)
+            .is_some_and(|clients| clients.read_only.contains(&attachment))
     }
 
     /// Notes that `session_id` was resized to `size`, for the client of
@@ -128,7 +152,8 @@ impl ClientSizes {
         clients
             .attached
             .retain(|client| client.attachment != attachment);
-        if clients.attached.is_empty() {
+        clients.read_only.retain(|token| *token != attachment);
+        if clients.attached.is_empty() && clients.read_only.is_empty() {
             inner.sessions.remove(session_id);
             return None;
         }

@@ -45,6 +45,19 @@ pub struct Observed {
     pub source: pb::Source,
     /// Why it is memory-only; empty when complete.
     pub degraded_reason: String,
+    /// The daemon serving, when it is up.
+    pub daemon: Option<DaemonSeen>,
+}
+
+/// Which pty-daemon serves a list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaemonSeen {
+    /// Its pid: another after a restart.
+    pub pid: u32,
+    /// Its version.
+    pub version: String,
+    /// Its upgrades in place: one more after each.
+    pub upgrades: u32,
 }
 
 /// Where hubs get their lists: the host.
@@ -102,6 +115,8 @@ struct State {
     degraded_reason: String,
     /// The revision of the last event, or of the first list.
     revision: u64,
+    /// The last daemon seen up.
+    daemon: Option<DaemonSeen>,
     /// The last events, oldest first.
     history: VecDeque<Arc<pb::WatchSessionsResponse>>,
 }
@@ -262,13 +277,32 @@ impl Watches {
             state.sessions = observed.sessions;
             state.source = observed.source;
             state.degraded_reason = observed.degraded_reason;
+            state.daemon = observed.daemon;
             return;
         }
-        let (previous, complete) = {
+        let (previous, complete, daemon) = {
             let state = hub.state.lock().unwrap_or_else(PoisonError::into_inner);
-            (state.sessions.clone(), state.source == pb::Source::Complete)
+            let complete = state.source == pb::Source::Complete;
+            (state.sessions.clone(), complete, state.daemon.clone())
         };
         let mut events = Vec::new();
+        // First, so a client reads the sessions lost with a daemon after
+        // the word that it restarted.
+        if let (Some(was), Some(now)) = (&daemon, &observed.daemon)
+            && was != now
+        {
+            let kind = if was.pid == now.pid {
+                pb::DaemonChangeKind::Upgraded
+            } else {
+                pb::DaemonChangeKind::Restarted
+            };
+            events.push(Event::Daemon(pb::DaemonChange {
+                kind: kind.into(),
+                pid: now.pid,
+                version: now.version.clone(),
+            }));
+        }
+        let daemon_now = observed.daemon.clone().or(daemon);
         let now_complete = observed.source == pb::Source::Complete;
         if now_complete != complete {
             events.push(Event::Source(pb::SourceChange {
@@ -305,10 +339,11 @@ impl Watches {
         } else {
             kept.extend(missing.cloned());
         }
+        let mut state = hub.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.daemon = daemon_now;
         if events.is_empty() {
             return;
         }
-        let mut state = hub.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.sessions = kept;
         state.sessions.extend(observed.sessions);
         state.sessions.sort_by(|a, b| {

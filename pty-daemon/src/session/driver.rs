@@ -180,6 +180,13 @@ impl Session {
                 }
                 _ => false,
             };
+            // In force by the end of this chunk, as near as is known.
+            let (modes, end, start) = (
+                state.titles.modes(),
+                state.scrollback.end_offset(),
+                state.scrollback.start_offset(),
+            );
+            state.mode_changes.note(end, modes, start);
             (retitled, state.pacing())
         };
         if retitled {

@@ -77,6 +77,9 @@ pub struct ExitNotice {
 struct State {
     scrollback: Scrollback,
     titles: TitleTracker,
+    /// The modes the output switched, with where; read when a screen
+    /// starts over from the ring's oldest byte.
+    mode_changes: crate::modes::ModeChanges,
     title: String,
     /// Bumped on every title change so attachers notice each one.
     title_version: u64,
@@ -347,6 +350,7 @@ impl Session {
             state: Mutex::new(State {
                 scrollback,
                 titles: TitleTracker::new(),
+                mode_changes: crate::modes::ModeChanges::default(),
                 title: String::new(),
                 title_version: 0,
                 cols,
@@ -524,13 +528,20 @@ impl Session {
     /// Its emulator reads only the output it has not read yet, taken with
     /// the size and title under the session's lock; all the scrollback
     /// holds the first time, or when it missed some or the size changed.
-    pub fn screen(&self) -> holdfast_api::proto::daemon::v1::GetScreenResponse {
+    ///
+    /// With it come up to `scrollback_lines` lines that scrolled off its
+    /// top.
+    pub fn screen(
+        &self,
+        scrollback_lines: usize,
+    ) -> holdfast_api::proto::daemon::v1::GetScreenResponse {
         let mut emulator = self.emulator.lock().unwrap_or_else(PoisonError::into_inner);
         let read_to = emulator.as_ref().map(crate::screen::Emulator::read_to);
         let held = {
             let state = self.state();
             let start = state.scrollback.start_offset();
             let from = read_to.filter(|&read| read >= start).unwrap_or(start);
+            let modes_at_start = state.mode_changes.at(from);
             // Pending (nothing new) or, never here, evicted: nothing to read.
             let bytes = match state.scrollback.read_at(from, usize::MAX) {
                 ReadAt::Data(bytes) => bytes,
@@ -539,12 +550,13 @@ impl Session {
             crate::screen::HeldOutput {
                 bytes,
                 start: from,
+                modes_at_start,
                 cols: state.cols,
                 rows: state.rows,
                 title: state.title.clone(),
             }
         };
-        crate::screen::screen(&mut emulator, held)
+        crate::screen::screen(&mut emulator, held, scrollback_lines)
     }
 
     /// Reads what a list shows that changes, under the session's lock.

@@ -137,6 +137,9 @@ impl Session {
                 // A title sequence cut by the switch is lost; the next one
                 // is read whole.
                 titles: TitleTracker::new(),
+                // Not handed on: a screen that starts over after the
+                // switch draws without the modes of output let go before.
+                mode_changes: crate::modes::ModeChanges::unknown(),
                 title: saved.title,
                 title_version: 0,
                 cols: u16::try_from(saved.cols).unwrap_or(80),
