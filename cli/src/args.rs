@@ -112,13 +112,21 @@ pub(crate) enum Command {
         #[arg(long, short, add = ArgValueCandidates::new(completion::workspaces))]
         workspace: Option<String>,
     },
-    /// Send text to a session's input, as if typed (`\n` is not added).
+    /// Send keys and text to a session's input, as if typed, as tmux's
+    /// `send-keys` does: a word that names a key (`C-c`, `M-x`, `Enter`,
+    /// `Escape`, `Tab`, `Up`, `PageDown`, `F1`…) is that key, any other
+    /// word its text (`\n` is not added); `-` alone sends this command's
+    /// input, to its end (any size).
     Send {
         /// The session: its id, a unique start of it, its name or its title.
         #[arg(add = ArgValueCandidates::new(completion::sessions))]
         id: String,
-        /// The text.
-        text: String,
+        /// Keys and text, in order; or `-` for this command's input.
+        #[arg(required = true, allow_hyphen_values = true)]
+        keys: Vec<String>,
+        /// Send every word as its text: no key names.
+        #[arg(long, short)]
+        literal: bool,
     },
     /// Attach this terminal to a session: its screen as it is, then its
     /// output and your keystrokes; Ctrl-] detaches and leaves it running.

@@ -294,8 +294,18 @@ async fn relay(
     let mut held = HeldKeys::default();
     // Where the output shown so far ends, to attach again from there.
     let mut shown_to: Option<u64> = None;
+    // Input that is not a terminal, kept from the session's own end (an
+    // attach, not `new`): once it has ended and been sent, the output it
+    // caused is shown until the session goes quiet, then this detaches,
+    // as a script's `holdfast attach ID < commands` expects.
+    let ends_when_quiet = raw_input_ends(&screen, input_end);
+    let mut quiet_from = tokio::time::Instant::now();
     let ending = loop {
+        let input_done = ends_when_quiet && !keyboard.open && !held.refused();
         tokio::select! {
+            () = tokio::time::sleep_until(quiet_from + QUIET), if input_done => {
+                break Ending::Detached;
+            }
             message = stream.next() => {
                 let lost = match message {
                     Some(Ok(message)) => match message.event {
@@ -307,6 +317,7 @@ async fn relay(
                                 &output.data[..]
                             };
                             shown_to = Some(output.offset + output.data.len() as u64);
+                            quiet_from = tokio::time::Instant::now();
                             let skipped = (output.data.len() - data.len()) as u64;
                             let data = history.shown(output.offset + skipped, data);
                             let data = &data[..];
@@ -342,6 +353,11 @@ async fn relay(
                 // The host-service went away (an update, a crash). The
                 // session runs on under the daemon.
                 tracing::debug!(%lost, "attaching again");
+                tell!(
+                    "\r\n[holdfast: lost the host-service ({lost}); attaching again for up to {} s; \
+                     keys typed meanwhile are held and sent once it is back]\r\n",
+                    REATTACH_PATIENCE.as_secs()
+                );
                 // From the first byte not shown. A sequence held back is
                 // read again whole.
                 let from = shown_to.map(|to| to - history.held_back());
@@ -353,8 +369,11 @@ async fn relay(
                         // program wrote meanwhile is live to it.
                         history = History::new(None);
                         typing = Typing::new(attachment.clone());
+                        let typed = keyboard.typed.len();
+                        tell!("[holdfast: attached again; {typed} bytes typed meanwhile are sent now]\r\n");
                         if !input.read_only {
-                            resize_to_terminal(clients, &session_id, &attachment, false).await;
+                            // Drawn again over the notices.
+                            resize_to_terminal(clients, &session_id, &attachment, true).await;
                         }
                         // Keys typed meanwhile, in order.
                         held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
@@ -371,6 +390,8 @@ async fn relay(
                 if read == Keys::Detach {
                     break Ending::Detached;
                 }
+                // Quiet is counted from the last key sent.
+                quiet_from = tokio::time::Instant::now();
             }
             () = held.retry(), if held.refused() => {
                 held.flush(&mut typing, clients, &session_id, &mut keyboard).await?;
@@ -413,6 +434,16 @@ async fn relay(
             1
         }
     })
+}
+
+/// How long the output of an attach whose input ended must be quiet
+/// before it detaches.
+const QUIET: Duration = Duration::from_millis(500);
+
+/// Whether an attach ends once its input has (input that is not a
+/// terminal, of an existing session: `new`'s ends with the session).
+fn raw_input_ends(screen: &Screen, input_end: InputEnd) -> bool {
+    screen.raw.is_none() && input_end == InputEnd::Kept
 }
 
 /// Whether a failed call is the host-service's answer to it (the session

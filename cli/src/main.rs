@@ -21,10 +21,12 @@ mod attach;
 mod clients;
 mod completion;
 mod environment;
+mod keys;
 mod logs;
 mod naming;
 mod own_server;
 mod plain_text;
+mod send;
 mod shown;
 mod stale_queries;
 mod stdout;
@@ -237,17 +239,17 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 tell!("note: memory-only count ({})\n", list.degraded_reason);
             }
         }
-        Command::Send { id, text } => {
+        Command::Send { id, keys, literal } => {
             let id = naming::session_id(&mut clients, &id).await?;
-            clients
-                .terminals
-                .write_input(pb::WriteInputRequest {
-                    session_id: id,
-                    data: text.into_bytes().into(),
-                    ..Default::default()
-                })
-                .await
-                .map_err(refused)?;
+            let data = if keys == ["-"] {
+                let mut data = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::stdin(), &mut data)
+                    .context("reading this command's input")?;
+                data
+            } else {
+                keys::to_send(&keys, literal)
+            };
+            send::send(&mut clients, &id, &data).await?;
         }
         // Printed above, before connecting.
         Command::Completions { .. } => {}

@@ -183,12 +183,26 @@ async fn live_sessions(
 }
 
 /// Sessions as an error names them: id and name.
-fn listed<'a>(sessions: impl Iterator<Item = &'a pb::Session>) -> String {
-    sessions
+///
+/// At most [`LISTED`] are named, then how many more there are and the
+/// command that lists them all: one error line, never a page.
+fn listed<'a>(sessions: impl ExactSizeIterator<Item = &'a pb::Session>) -> String {
+    let count = sessions.len();
+    let mut named: Vec<String> = sessions
+        .take(LISTED)
         .map(|s| format!("{} ({})", s.session_id, name_of(s)))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    if count > LISTED {
+        named.push(format!(
+            "and {} more (`holdfast ls` lists them all)",
+            count - LISTED
+        ));
+    }
+    named.join(", ")
 }
+
+/// Most sessions an error names.
+const LISTED: usize = 5;
 
 #[cfg(test)]
 mod tests {

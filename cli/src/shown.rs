@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::time::SystemTime;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use holdfast_api::proto::host::v1 as pb;
 
@@ -63,13 +64,13 @@ pub fn print_table(
     };
     // A list of every host says which each session is on.
     let host_column = |text: &str| match every_host {
-        true => format!("  {:<16}", cut_to(text, 16)),
+        true => format!("  {}", padded(&cut_to(text, 16), 16)),
         false => String::new(),
     };
     let header = format!(
-        "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  {:<5}{}{}",
+        "{:<36}  {}  {:<8}  {:<8}  {:>8}  {:<5}{}{}",
         "ID",
-        "NAME",
+        padded("NAME", 24),
         "ATTACHED",
         "STATE",
         "PID",
@@ -89,9 +90,9 @@ pub fn print_table(
             &session.host_name
         };
         let line = format!(
-            "{:<36}  {:<24}  {:<8}  {:<8}  {:>8}  {:<5}{}{}",
+            "{:<36}  {}  {:<8}  {:<8}  {:>8}  {:<5}{}{}",
             session.session_id,
-            name,
+            padded(&name, 24),
             if session.attached { "yes" } else { "no" },
             state(session),
             session.pid,
@@ -116,17 +117,33 @@ pub fn print_table(
     }
 }
 
-/// `text` in at most `chars` characters.
+/// `text` in at most `columns` columns of a terminal.
 ///
 /// A cut one ends in `…`, as docker's tables cut a long command, so it is
-/// not taken for whole.
-fn cut_to(text: &str, chars: usize) -> String {
-    if text.chars().count() <= chars {
+/// not taken for whole. Widths are a terminal's: a CJK character or an
+/// emoji takes two columns.
+fn cut_to(text: &str, columns: usize) -> String {
+    if text.width() <= columns {
         return text.to_owned();
     }
-    let mut cut: String = text.chars().take(chars - 1).collect();
+    let mut cut = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let width = c.width().unwrap_or(0);
+        if used + width > columns - 1 {
+            break;
+        }
+        used += width;
+        cut.push(c);
+    }
     cut.push('…');
     cut
+}
+
+/// `text` padded with spaces to `columns` columns of a terminal.
+fn padded(text: &str, columns: usize) -> String {
+    let pad = columns.saturating_sub(text.width());
+    format!("{text}{}", " ".repeat(pad))
 }
 
 /// A list as `ls --json` prints it.

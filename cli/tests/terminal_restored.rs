@@ -143,22 +143,31 @@ async fn a_full_screen_program_past_its_ring_is_drawn_on_the_alternate_screen() 
     let mut host = home
         .start_with_env(&[], &[("HOLDFAST_SCROLLBACK_BYTES", "4096")])
         .await;
+    // 400 frames of about 45 bytes: the ring holds the last hundred.
     let frames = "printf '\\033[?1049h\\033[?25l'; i=0; \
-                  while :; do i=$((i+1)); printf '\\033[H\\033[2Jframe %d\\n' $i; seq 1 10; sleep 0.01; done";
+                  while [ $i -lt 400 ]; do i=$((i+1)); printf '\\033[H\\033[2Jframe %d\\n' $i; seq 1 10; done; \
+                  sleep 600";
     let tui = started(&mut host, &["sh", "-c", frames], (80, 24)).await;
     let id = tui.session_id.clone();
+    // First looked at once the ring has let the switch go.
     let workspace = tui.workspace_id.clone();
-    host.list_until("frames past the ring", &workspace, |list| {
+    host.list_until("all the frames", &workspace, |list| {
         list.sessions
             .iter()
-            .any(|s| s.session_id == id && s.output_offset > 20_000)
+            .any(|s| s.session_id == id && s.output_offset > 19_000)
     })
     .await;
+    let screen = host
+        .screen_until("the last frame", &id, |screen| {
+            screen.lines[0] == "frame 400" && screen.lines[10] == "10"
+        })
+        .await;
+    assert!(screen.alternate_screen && !screen.complete, "{screen:?}");
     let terminal = terminal(&tmux, &host, (80, 24));
     run(&terminal, &format!("holdfast attach {id}"));
-    eventually_shows(&terminal, "a frame", |lines| {
-        lines.first().is_some_and(|line| line.starts_with("frame "))
-    });
+    // What the user sees is the snapshot, line for line.
+    let snapshot = support::tmux::trimmed(screen.lines.clone());
+    eventually_shows(&terminal, "the snapshot", |lines| lines == snapshot);
     assert_eq!(terminal.display("#{alternate_on} #{cursor_flag}"), "1 0");
     detach(&terminal);
     assert_eq!(terminal.display(MODES), untouched(24));

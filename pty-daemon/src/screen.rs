@@ -57,7 +57,7 @@ impl Emulator {
 /// made again, when it has none, missed output, or has another size),
 /// with up to `scrollback_lines` lines that scrolled off its top.
 pub fn screen(
-    emulator: &mut Option<Emulator>,
+    emulator: &mut Option<Box<Emulator>>,
     held: HeldOutput,
     scrollback_lines: usize,
 ) -> pb::GetScreenResponse {
@@ -79,12 +79,12 @@ pub fn screen(
             {
                 parser.process(modes.switching_on().as_bytes());
             }
-            emulator.insert(Emulator {
+            emulator.insert(Box::new(Emulator {
                 parser,
                 origin: held.start,
                 read_to: held.start,
                 size,
-            })
+            }))
         }
     };
     emulator.parser.process(&held.bytes);

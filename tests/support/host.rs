@@ -516,6 +516,16 @@ impl Drop for HostService {
 }
 
 /// A create request for `argv` in `workspace_id`.
+/// Runs the `holdfast` CLI against the host-service at `address`.
+pub fn holdfast(address: &str, args: &[&str]) -> std::process::Output {
+    Command::new(binary("holdfast"))
+        .arg("--addr")
+        .arg(address)
+        .args(args)
+        .output()
+        .expect("run holdfast")
+}
+
 pub fn session_request(workspace_id: &str, argv: &[&str]) -> pb::CreateSessionRequest {
     pb::CreateSessionRequest {
         workspace_id: workspace_id.into(),

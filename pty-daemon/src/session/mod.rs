@@ -274,7 +274,9 @@ pub struct Session {
     state: Mutex<State>,
     /// The screen's emulator, made at the first `GetScreen` and fed since
     /// only what it has not read; none for a session never looked at.
-    emulator: Mutex<Option<crate::screen::Emulator>>,
+    /// Boxed: an emulator is about 1.5 KiB even before it draws, and most
+    /// sessions are never looked at.
+    emulator: Mutex<Option<Box<crate::screen::Emulator>>>,
     /// The scrollback's end offset, stored under the lock after each append.
     ///
     /// A list of a thousand sessions reads it without locking each of them.
@@ -536,7 +538,7 @@ impl Session {
         scrollback_lines: usize,
     ) -> holdfast_api::proto::daemon::v1::GetScreenResponse {
         let mut emulator = self.emulator.lock().unwrap_or_else(PoisonError::into_inner);
-        let read_to = emulator.as_ref().map(crate::screen::Emulator::read_to);
+        let read_to = emulator.as_ref().map(|emulator| emulator.read_to());
         let held = {
             let state = self.state();
             let start = state.scrollback.start_offset();

@@ -1,0 +1,161 @@
+//! `holdfast send` with key names and input of any size, `attach` with
+//! input from a file, tables aligned by display width, and errors that
+//! name a few sessions, not hundreds: the real CLI against the real
+//! host-service.
+
+#[path = "../../tests/support/mod.rs"]
+mod support;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use support::host::*;
+use support::*;
+
+/// Runs `holdfast args` with `input` as its stdin; waits for it within the
+/// tests' patience.
+fn holdfast_fed(address: &str, args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(binary("holdfast"))
+        .arg("--addr")
+        .arg(address)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run holdfast");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_vec();
+    let feeding = std::thread::spawn(move || stdin.write_all(&input));
+    let status = wait_with_deadline(&mut child);
+    feeding.join().expect("feeding").expect("write the input");
+    let read = |pipe: Option<std::process::ChildStdout>| {
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut pipe.expect("pipe"), &mut text).expect("read");
+        text
+    };
+    let stdout = read(child.stdout.take());
+    let mut stderr = Vec::new();
+    std::io::Read::read_to_end(&mut child.stderr.take().expect("stderr"), &mut stderr)
+        .expect("read");
+    Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+/// Key names are keys (Enter, C-c), other words their text, `-l` all
+/// text; `-` sends this command's input whole, past what the daemon holds
+/// at once.
+#[tokio::test]
+async fn send_takes_key_names_and_input_of_any_size() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("send").await.workspace_id;
+    let shell = host
+        .create_session(session_request(&workspace, &["sh"]))
+        .await;
+    let id = shell.session_id.as_str();
+    let mut output = host.attach(id, None).await;
+    let sent = holdfast(
+        &host.address,
+        &["send", id, "sleep 600; echo after-$((6*7))", "Enter"],
+    );
+    assert!(sent.status.success(), "{sent:?}");
+    // Interrupted, the shell goes on to its next line.
+    let sent = holdfast(&host.address, &["send", id, "C-c"]);
+    assert!(sent.status.success(), "{sent:?}");
+    let sent = holdfast(
+        &host.address,
+        &["send", id, "echo", "Space", "typed-$((1+1))", "Enter"],
+    );
+    assert!(sent.status.success(), "{sent:?}");
+    let shown = receive_host_text(&mut output, "typed-2").await;
+    assert!(
+        !shown.contains("after-42"),
+        "C-c interrupted the sleep: {shown:?}"
+    );
+    let sent = holdfast(&host.address, &["send", "-l", id, "echo C-c", "Enter"]);
+    assert!(sent.status.success(), "{sent:?}");
+    receive_host_text(&mut output, "C-cEnter").await;
+
+    // 3 MB from stdin: three times what the daemon holds for a program.
+    let counter = host
+        .create_session(session_request(
+            &workspace,
+            &["sh", "-c", "stty raw -echo; head -c 3000000 | wc -c"],
+        ))
+        .await;
+    let mut counted = host.attach(&counter.session_id, None).await;
+    let data = vec![b'x'; 3_000_000];
+    let sent = holdfast_fed(&host.address, &["send", &counter.session_id, "-"], &data);
+    assert!(sent.status.success(), "{sent:?}");
+    receive_host_text(&mut counted, "3000000").await;
+}
+
+/// `attach ID < file` sends the file, shows what it caused, and detaches
+/// once the session is quiet: the session keeps running.
+#[tokio::test]
+async fn attach_with_input_from_a_file_ends_when_it_is_done() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("fed").await.workspace_id;
+    let shell = host
+        .create_session(session_request(&workspace, &["sh"]))
+        .await;
+    let id = shell.session_id.as_str();
+    let attached = holdfast_fed(
+        &host.address,
+        &["attach", id],
+        b"echo from-the-$((2+3))-file\n",
+    );
+    assert!(attached.status.success(), "{attached:?}");
+    let shown = String::from_utf8_lossy(&attached.stdout);
+    assert!(shown.contains("from-the-5-file"), "{shown:?}");
+    assert!(host.get_session(id).await.alive, "detached, not ended");
+}
+
+/// Columns line up however wide a name's characters are on a terminal.
+#[tokio::test]
+async fn ls_aligns_columns_by_display_width() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("wide").await.workspace_id;
+    for name in ["🚀 构建 ビルド", "plain"] {
+        let mut request = session_request(&workspace, &["sleep", "600"]);
+        request.title = Some(name.to_owned());
+        host.create_session(request).await;
+    }
+    let listed = stdout_of(&holdfast(&host.address, &["ls", "--workspace", "wide"]));
+    let column = |line: &str, needle: &str| {
+        let at = line.find(needle).expect("the column");
+        unicode_width::UnicodeWidthStr::width(&line[..at])
+    };
+    let lines: Vec<&str> = listed.lines().collect();
+    let attached_at = column(lines[0], "ATTACHED");
+    for line in &lines[1..] {
+        assert_eq!(column(line, " no ") + 1, attached_at, "{listed}");
+    }
+}
+
+/// An error about many sessions names a few and says how to list them.
+#[tokio::test]
+async fn an_error_about_many_sessions_names_a_few() {
+    let home = HostHome::new();
+    let mut host = home.start(&[]).await;
+    let workspace = host.create_workspace("many").await.workspace_id;
+    for _ in 0..12 {
+        host.create_session(session_request(&workspace, &["sleep", "600"]))
+            .await;
+    }
+    let refused = holdfast(&host.address, &["attach"]);
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("there are 12 live sessions")
+            && said.contains("and 7 more (`holdfast ls` lists them all)"),
+        "{said}"
+    );
+    assert!(said.len() < 1000, "one short line: {said}");
+}
