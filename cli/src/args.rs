@@ -102,6 +102,11 @@ pub(crate) enum Command {
         /// the host-service (as `kubectl get -w`); Ctrl-C ends it.
         #[arg(long, conflicts_with_all = ["all", "all_hosts"])]
         watch: bool,
+        /// The sessions that ended on their own instead, the most recent
+        /// first: how each ended, when, and how long it ran (kept as long
+        /// as their rows are; a disposed one is gone).
+        #[arg(long, short, conflicts_with_all = ["watch", "all_hosts"])]
+        ended: bool,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,

@@ -133,6 +133,60 @@ pub async fn logs(
     }
 }
 
+/// How long `new` watches a program it started for a failure at once
+/// (a port in use, a typo in a flag).
+const AT_ONCE: Duration = Duration::from_millis(300);
+
+/// Says so if the session's program failed within its first moments,
+/// with the last lines it wrote, and returns the exit status for `new`:
+/// the program's, if it failed; 0 if it runs, or ended well.
+pub async fn failed_at_once(clients: &mut Clients, session_id: &str) -> anyhow::Result<u8> {
+    let until = Instant::now() + AT_ONCE;
+    let session = loop {
+        let session = clients
+            .terminals
+            .get_session(pb::GetSessionRequest {
+                session_id: session_id.to_owned(),
+            })
+            .await
+            .map_err(refused)?
+            .into_inner()
+            .session;
+        match session {
+            Some(session) if !session.alive => break session,
+            _ if Instant::now() >= until => return Ok(0),
+            _ => tokio::time::sleep(Duration::from_millis(25)).await,
+        }
+    };
+    if session.exit_code == Some(0) {
+        return Ok(0);
+    }
+    let request = pb::AttachSessionRequest {
+        session_id: session_id.to_owned(),
+        until_now: true,
+        ..Default::default()
+    };
+    let mut output = Vec::new();
+    if let Ok(events) = clients.terminals.attach_session(request).await {
+        let mut events = events.into_inner();
+        while let Ok(Some(event)) = events.message().await {
+            if let Some(Event::Output(chunk)) = event.event {
+                output.extend_from_slice(&chunk.data);
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&PlainText::new().text(&output)).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    tell!(
+        "holdfast: session {session_id} ended at once: {}; its last output:\n",
+        crate::shown::ending(session.exit_code, session.signal)
+    );
+    for line in &lines[lines.len().saturating_sub(10)..] {
+        tell!("  {line}\n");
+    }
+    Ok(exit_status(session.exit_code, session.signal).max(1))
+}
+
 /// Prints the screen of a session in the alternate screen (a full-screen
 /// program), as text; returns whether it was one.
 async fn print_full_screen(clients: &mut Clients, session_id: &str) -> anyhow::Result<bool> {

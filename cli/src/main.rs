@@ -181,14 +181,56 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 .session
                 .context("the host-service returned no session")?;
             say!("{}", session.session_id);
+            return logs::failed_at_once(&mut clients, &session.session_id).await;
         }
         Command::Ls {
             workspace,
             all,
             all_hosts,
             watch,
+            ended,
             json,
         } => {
+            if ended {
+                let workspaces = if all {
+                    every_open_list(&mut clients, pb::Scope::ThisHost)
+                        .await?
+                        .into_iter()
+                        .map(|(workspace, _)| (workspace.workspace_id, workspace.name))
+                        .collect()
+                } else {
+                    let id =
+                        workspace_or_default(&mut clients, workspace.as_deref(), false).await?;
+                    vec![(id, String::new())]
+                };
+                let mut sessions = Vec::new();
+                for (workspace_id, _) in &workspaces {
+                    let ended = clients
+                        .terminals
+                        .list_ended_sessions(pb::ListEndedSessionsRequest {
+                            workspace_id: workspace_id.clone(),
+                            limit: 0,
+                        })
+                        .await
+                        .map_err(refused)?
+                        .into_inner();
+                    sessions.extend(ended.sessions);
+                }
+                let list = pb::ListSessionsResponse {
+                    sessions,
+                    ..Default::default()
+                };
+                if json {
+                    say!(
+                        "{}",
+                        serde_json::to_string_pretty(&shown::list_json(&list))?
+                    );
+                } else {
+                    let names = all.then(|| workspaces.into_iter().collect());
+                    shown::print_ended(&list.sessions, names.as_ref());
+                }
+                return Ok(0);
+            }
             if watch {
                 let workspace_id =
                     workspace_or_default(&mut clients, workspace.as_deref(), false).await?;

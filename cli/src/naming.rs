@@ -11,7 +11,7 @@
 use anyhow::bail;
 use holdfast_api::proto::host::v1 as pb;
 
-use crate::clients::Clients;
+use crate::clients::{Clients, refused};
 use crate::workspaces::every_open_list;
 
 /// Longest title the host-service takes, in characters.
@@ -95,10 +95,13 @@ pub async fn session_id(clients: &mut Clients, given: &str) -> anyhow::Result<St
         .unwrap_or_default();
     match found.len() {
         1 => Ok(found[0].session_id.clone()),
-        0 => bail!(
-            "no live session's id starts with {given:?} or has it as its name or title (see `holdfast ls --all`; \
-             a session that has ended, or a hidden one, is named by its whole id)"
-        ),
+        0 => match most_recent_ended(clients, &tiers).await? {
+            Some(ended) => Ok(ended),
+            None => bail!(
+                "no session's id starts with {given:?} or has it as its name or title, live or ended \
+                 (see `holdfast ls --all`, and `holdfast ls --ended --all`; a hidden one is named by its whole id)"
+            ),
+        },
         count => bail!(
             "{count} live sessions match {given:?}: {}; give more of the id",
             listed(found.into_iter())
@@ -126,6 +129,36 @@ pub async fn the_only_session(clients: &mut Clients) -> anyhow::Result<String> {
             listed(found.iter())
         ),
     }
+}
+
+/// The session that ended most recently, in any open workspace of this
+/// host, that the first of `tiers` to match any matches: as `wait NAME`
+/// after a program that ended at once needs it.
+async fn most_recent_ended(
+    clients: &mut Clients,
+    tiers: &[&dyn Fn(&pb::Session) -> bool],
+) -> anyhow::Result<Option<String>> {
+    let mut ended = Vec::new();
+    for (workspace, _) in every_open_list(clients, pb::Scope::ThisHost).await? {
+        let listed = clients
+            .terminals
+            .list_ended_sessions(pb::ListEndedSessionsRequest {
+                workspace_id: workspace.workspace_id,
+                limit: 1000,
+            })
+            .await
+            .map_err(refused)?
+            .into_inner();
+        ended.extend(listed.sessions);
+    }
+    let at = |s: &&pb::Session| s.ended_at.map(|t| (t.seconds, t.nanos));
+    Ok(tiers.iter().find_map(|matches| {
+        ended
+            .iter()
+            .filter(|s| matches(s))
+            .max_by_key(at)
+            .map(|s| s.session_id.clone())
+    }))
 }
 
 /// Refuses a name a live session has already, in any open workspace.

@@ -117,6 +117,60 @@ pub fn print_table(
     }
 }
 
+/// Prints ended sessions, the most recently ended first: how each
+/// ended, how long ago, and how long it ran.
+///
+/// With `workspaces` (id → name), it shows each session's workspace too.
+pub fn print_ended(sessions: &[pb::Session], workspaces: Option<&HashMap<String, String>>) {
+    let mut sessions: Vec<&pb::Session> = sessions.iter().collect();
+    let ended_at = |s: &pb::Session| s.ended_at.map(|at| (at.seconds, at.nanos));
+    sessions.sort_by_key(|s| std::cmp::Reverse(ended_at(s)));
+    let workspace_column = |text: &str| match workspaces {
+        Some(_) => format!("  {text}"),
+        None => String::new(),
+    };
+    let header = format!(
+        "{:<36}  {}  {:<10}  {:<6}  {:<6}{}",
+        "ID",
+        padded("NAME", 24),
+        "ENDED",
+        "AGO",
+        "RAN",
+        workspace_column("WORKSPACE")
+    );
+    say!("{}", header.trim_end());
+    for session in sessions {
+        let workspace = workspaces
+            .and_then(|names| names.get(&session.workspace_id))
+            .map_or(session.workspace_id.as_str(), String::as_str);
+        let line = format!(
+            "{:<36}  {}  {:<10}  {:<6}  {:<6}{}",
+            session.session_id,
+            padded(&cut_to(naming::name_of(session), 24), 24),
+            ending(session.exit_code, session.signal),
+            age(session.ended_at),
+            ran(session),
+            workspace_column(workspace)
+        );
+        say!("{}", line.trim_end());
+    }
+}
+
+/// How long a session's program ran, from its start to its end.
+fn ran(session: &pb::Session) -> String {
+    let at = |t: Option<prost_types::Timestamp>| t.and_then(|t| SystemTime::try_from(t).ok());
+    let (Some(start), Some(end)) = (at(session.created_at), at(session.ended_at)) else {
+        return "-".into();
+    };
+    let ran = end.duration_since(start).unwrap_or_default();
+    match ran.as_secs() {
+        0 => format!("{}ms", ran.as_millis()),
+        seconds @ 1..60 => format!("{seconds}s"),
+        seconds @ 60..3600 => format!("{}m", seconds / 60),
+        seconds => format!("{}h", seconds / 3600),
+    }
+}
+
 /// `text` in at most `columns` columns of a terminal.
 ///
 /// A cut one ends in `…`, as docker's tables cut a long command, so it is

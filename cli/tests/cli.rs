@@ -1355,7 +1355,7 @@ async fn sessions_are_found_by_a_start_of_their_id_or_by_title() {
     );
     let unknown = holdfast(&address, &["attach", "zzz"]);
     let said = failure_text(&unknown);
-    assert!(said.contains("no live session's id starts with"), "{said}");
+    assert!(said.contains("no session's id starts with"), "{said}");
 
     // Elsewhere: found by its title too, and shown by `ls --all` only.
     stdout_of(&holdfast(&address, &["workspace", "create", "other"]));
@@ -1443,7 +1443,7 @@ async fn a_session_keeps_its_name_when_its_program_sets_a_title() {
     assert_eq!(renamed.trim(), format!("renamed {id} notes"));
     assert_eq!(show("notes")["session_id"], id.as_str());
     let said = failure_text(&holdfast(&address, &["show", "editor"]));
-    assert!(said.contains("no live session"), "{said}");
+    assert!(said.contains("no session's id starts with"), "{said}");
 
     // A name goes before a title another program gave itself.
     let impostor = new_titled("other", "notes");

@@ -159,3 +159,65 @@ async fn an_error_about_many_sessions_names_a_few() {
     );
     assert!(said.len() < 1000, "one short line: {said}");
 }
+
+/// A session that ends at once is still found by its name (the most
+/// recent of that name) and listed with `ls --ended`; `new` says when its
+/// program failed at once, with its last output, and exits as it did.
+#[tokio::test]
+async fn sessions_that_ended_are_listed_and_found_by_name() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let address = host.address.as_str();
+    let fast = holdfast(address, &["new", "--name", "fast", "--", "true"]);
+    assert!(fast.status.success(), "{fast:?}");
+    let waited = holdfast(address, &["wait", "fast"]);
+    assert_eq!(stdout_of(&waited), "exit 0\n");
+
+    let script = "echo 'OSError: [Errno 98] Address already in use' >&2; exit 3";
+    let web = holdfast(address, &["new", "--name", "web", "--", "sh", "-c", script]);
+    assert_eq!(web.status.code(), Some(3), "{web:?}");
+    let said = String::from_utf8_lossy(&web.stderr);
+    assert!(
+        said.contains("ended at once: exit 3") && said.contains("Address already in use"),
+        "{said}"
+    );
+    let logs = stdout_of(&holdfast(address, &["logs", "web"]));
+    assert!(logs.contains("Address already in use"), "{logs}");
+
+    let ended = stdout_of(&holdfast(address, &["ls", "--ended"]));
+    let lines: Vec<&str> = ended.lines().collect();
+    assert!(
+        lines[0].starts_with("ID") && lines[0].contains("ENDED"),
+        "{ended}"
+    );
+    assert!(
+        lines[1].contains("web") && lines[1].contains("exit 3"),
+        "{ended}"
+    );
+    assert!(
+        lines[2].contains("fast") && lines[2].contains("exit 0"),
+        "{ended}"
+    );
+    let live = stdout_of(&holdfast(address, &["ls"]));
+    assert!(
+        !live.contains("web"),
+        "the live list keeps its meaning: {live}"
+    );
+
+    // Through the API: bounded, and of a workspace that exists.
+    let mut terminals = host.terminals.clone();
+    let too_many = terminals
+        .list_ended_sessions(holdfast_api::proto::host::v1::ListEndedSessionsRequest {
+            workspace_id: uuid::Uuid::new_v4().to_string(),
+            limit: 5000,
+        })
+        .await;
+    expect_status(too_many, tonic::Code::InvalidArgument, "limit");
+    let unknown = terminals
+        .list_ended_sessions(holdfast_api::proto::host::v1::ListEndedSessionsRequest {
+            workspace_id: uuid::Uuid::new_v4().to_string(),
+            limit: 0,
+        })
+        .await;
+    expect_status(unknown, tonic::Code::NotFound, "workspace");
+}

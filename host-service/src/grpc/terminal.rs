@@ -21,6 +21,9 @@ use crate::host::{Host, ended_if_forgotten, or_the_recorded_exit};
 use crate::store;
 use crate::validate;
 
+/// Most ended sessions one `ListEndedSessions` lists.
+const MAX_ENDED_LISTED: u32 = 1000;
+
 /// Most attached ids one count request may name.
 const MAX_ATTACHED_IDS: usize = 10_000;
 
@@ -322,6 +325,50 @@ impl TerminalService for Host {
         Ok(Response::new(pb::GetSessionResponse {
             session: Some(self.describe(row).await?),
         }))
+    }
+
+    async fn list_ended_sessions(
+        &self,
+        request: Request<pb::ListEndedSessionsRequest>,
+    ) -> Result<Response<pb::ListEndedSessionsResponse>, Status> {
+        let request = request.into_inner();
+        let workspace_id = validate::id("workspace_id", &request.workspace_id)?;
+        let limit = match request.limit {
+            0 => 50,
+            limit @ 1..=MAX_ENDED_LISTED => limit,
+            limit => {
+                return Err(Error::invalid(
+                    "limit",
+                    format!("limit is {limit}; the most is {MAX_ENDED_LISTED}"),
+                )
+                .into());
+            }
+        };
+        if self
+            .store
+            .workspace(workspace_id)
+            .await
+            .map_err(Error::from)?
+            .is_none()
+        {
+            return Err(Error::WorkspaceNotFound(workspace_id.to_owned()).into());
+        }
+        let rows = self
+            .store
+            .ended_sessions(workspace_id, limit.into())
+            .await
+            .map_err(Error::from)?;
+        let me = self.fleet.me();
+        let sessions = rows
+            .into_iter()
+            .map(|row| {
+                let mut session = crate::sessions::session_view::describe(row, None, None, false);
+                session.host_id.clone_from(&me.id);
+                session.host_name.clone_from(&me.name);
+                session
+            })
+            .collect();
+        Ok(Response::new(pb::ListEndedSessionsResponse { sessions }))
     }
 
     async fn get_screen(

@@ -6,6 +6,7 @@
 
 pub mod connection;
 pub mod database;
+mod ended;
 mod hosts;
 pub mod known_workspaces;
 #[macro_use]
