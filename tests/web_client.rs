@@ -58,13 +58,35 @@ async fn the_web_page_lists_a_session_and_streams_its_output() {
         })
         .await;
 
+    // A full-screen program started smaller than the page: attached, the
+    // page must show all of it, redrawn at its own size.
+    let file = home.dir.path().join("notes.txt");
+    let text: String = (1..=100).map(|n| format!("note {n}\n")).collect();
+    std::fs::write(&file, text).expect("write the file");
+    let vim = host
+        .create_session(pb::CreateSessionRequest {
+            workspace_id: workspace.workspace_id.clone(),
+            argv: ["vim", "-u", "NONE", "-n", "-c", "set laststatus=2"]
+                .into_iter()
+                .map(String::from)
+                .chain([file.to_string_lossy().into_owned()])
+                .collect(),
+            env: [("TERM".to_owned(), "xterm-256color".to_owned())].into(),
+            cols: 80,
+            rows: 24,
+            ..Default::default()
+        })
+        .await;
+
     let address = host.address.clone();
     let args = [address, workspace.workspace_id, session.session_id.clone()];
+    let vim_id = vim.session_id.clone();
     let output = tokio::task::spawn_blocking(move || {
         Command::new("node")
             .arg(format!("{WEB}/test/browser.mjs"))
             .args(args)
             .arg(marker)
+            .arg(vim_id)
             .env("CHROMIUM", chromium)
             .output()
     })
@@ -86,6 +108,14 @@ async fn the_web_page_lists_a_session_and_streams_its_output() {
     assert_eq!(next("attached "), "yes");
     let resized = size_of(&next("resized "));
     assert_eq!(next("clicked"), "");
+    let vim_size = size_of(&next("full screen "));
+    let vim_now = host.get_session(&vim.session_id).await;
+    assert_eq!(
+        (vim_now.cols, vim_now.rows),
+        vim_size,
+        "vim has the page's size"
+    );
+    assert_ne!(vim_size, (80, 24), "the page's terminal is another size");
     assert!(
         attached_size.0 > 20 && attached_size.1 > 5,
         "attaching gave the session the page's terminal size, not {attached_size:?}"

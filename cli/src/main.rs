@@ -379,6 +379,14 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             };
             say!("pty-daemon    {daemon}");
             say!("  socket      {}", status.daemon_socket);
+            if status.daemon_deaths > 0 {
+                say!(
+                    "  died        {} time(s) under this host-service, the last {} ago, and was relaunched; \
+                     its sessions were lost with it (`holdfast ls --ended`)",
+                    status.daemon_deaths,
+                    shown::age(status.daemon_last_death_at)
+                );
+            }
             if status.daemon_state != pb::DaemonState::Up as i32 {
                 return Ok(1);
             }

@@ -221,3 +221,36 @@ async fn sessions_that_ended_are_listed_and_found_by_name() {
         .await;
     expect_status(unknown, tonic::Code::NotFound, "workspace");
 }
+
+/// A pty-daemon that died is told by `status` (how many died, when the
+/// last did), and the sessions lost with it are listed as ended.
+#[tokio::test]
+async fn status_tells_of_a_daemon_that_died() {
+    let home = HostHome::new();
+    let host = home.start(&[]).await;
+    let address = host.address.as_str();
+    let before = stdout_of(&holdfast(address, &["status"]));
+    assert!(!before.contains("died"), "{before}");
+    let id = stdout_of(&holdfast(
+        address,
+        &["new", "--name", "lost", "--", "sleep", "600"],
+    ));
+    let first = home.serving_daemon_pid().await.expect("a daemon serves");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(first).expect("pid"),
+        rustix::process::Signal::KILL,
+    )
+    .expect("SIGKILL the daemon");
+    eventually("a relaunched daemon", || async {
+        home.serving_daemon_pid().await.filter(|pid| *pid != first)
+    })
+    .await;
+    let status = eventually("the death told", || async {
+        let status = stdout_of(&holdfast(address, &["status"]));
+        status.contains("died        1 time(s)").then_some(status)
+    })
+    .await;
+    assert!(status.contains("holdfast ls --ended"), "{status}");
+    let ended = stdout_of(&holdfast(address, &["ls", "--ended"]));
+    assert!(ended.contains(id.trim()), "{ended}");
+}

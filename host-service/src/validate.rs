@@ -208,7 +208,8 @@ pub fn attach_start(
         )
     })?;
     let start = match start {
-        AttachStart::Replay => return Ok(Daemon::Replay),
+        // Unset on the wire: any daemon replays.
+        AttachStart::Unspecified | AttachStart::Replay => return Ok(Daemon::Unspecified),
         AttachStart::Screen => Daemon::Screen,
         AttachStart::Auto => Daemon::Auto,
     };

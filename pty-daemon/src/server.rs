@@ -208,7 +208,7 @@ impl PtyDaemon for DaemonService {
         // Taken first: output written meanwhile counts as live.
         let live_from = session.output_offset();
         let screen = match start {
-            pb::AttachStart::Replay => None,
+            pb::AttachStart::Unspecified | pb::AttachStart::Replay => None,
             pb::AttachStart::Screen => Some(drawn(Arc::clone(&session), 0).await?),
             pb::AttachStart::Auto => Some(drawn(Arc::clone(&session), 0).await?)
                 .filter(crate::screen::replay_falls_short),

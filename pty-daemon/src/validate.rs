@@ -113,7 +113,8 @@ pub fn attach_start(
             format!("start {start} is not a known AttachStart value"),
         )
     })?;
-    if start != AttachStart::Replay && from_offset.is_some() {
+    let screen = !matches!(start, AttachStart::Unspecified | AttachStart::Replay);
+    if screen && from_offset.is_some() {
         return Err(Error::invalid(
             "from_offset",
             format!(

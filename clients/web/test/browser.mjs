@@ -7,15 +7,21 @@
 // shows it; a click reaches the session as a mouse report. Prints one line
 // per check; exits non-zero on failure.
 //
-//   node test/browser.mjs HOST_URL WORKSPACE_ID SESSION_ID MARKER
+// Then it attaches to FULL_SCREEN_ID, vim on a file of lines `note N`
+// with a status line, started at another size than the page's: the page
+// must show its first line and its status line on the second-to-last row
+// (the screen drawn, then redrawn at the page's size), and prints the
+// size it gave it.
+//
+//   node test/browser.mjs HOST_URL WORKSPACE_ID SESSION_ID MARKER FULL_SCREEN_ID
 //
 // CHROMIUM names the browser (default /usr/bin/chromium, Debian's package).
 import { chromium } from "playwright-core";
 import { serve } from "./serve.mjs";
 
-const [host, workspaceId, sessionId, marker] = process.argv.slice(2);
-if (!marker) {
-  console.error("usage: node test/browser.mjs HOST_URL WORKSPACE_ID SESSION_ID MARKER");
+const [host, workspaceId, sessionId, marker, fullScreenId] = process.argv.slice(2);
+if (!fullScreenId) {
+  console.error("usage: node test/browser.mjs HOST_URL WORKSPACE_ID SESSION_ID MARKER FULL_SCREEN_ID");
   process.exit(2);
 }
 const TIMEOUT_MS = 30_000;
@@ -113,6 +119,16 @@ try {
     before,
   );
   console.log("clicked");
+
+  const vimRow = page.locator(`tr[data-session-id="${fullScreenId}"]`);
+  await vimRow.click();
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll("#terminal .xterm-rows > div")].map((r) => r.textContent);
+    const size = document.getElementById("terminal").dataset.size;
+    return size && rows[0]?.startsWith("note 1") && rows.at(-2)?.includes("notes.txt");
+  });
+  const given = await page.evaluate(() => document.getElementById("terminal").dataset.size);
+  console.log(`full screen ${given}`);
   if (problems.length) throw new Error(problems.join("\n"));
 } catch (error) {
   console.error(String(error));

@@ -101,16 +101,36 @@ pub enum DaemonState {
 
 /// A cheap, shared view of the daemon's state.
 #[derive(Clone)]
-pub struct DaemonHealth(Arc<watch::Sender<DaemonState>>);
+pub struct DaemonHealth(Arc<Health>);
+
+struct Health {
+    state: watch::Sender<DaemonState>,
+    /// Daemons that died under this host-service, and when the last did.
+    deaths: std::sync::Mutex<(u32, Option<SystemTime>)>,
+}
 
 impl DaemonHealth {
     fn new() -> Self {
-        Self(Arc::new(watch::Sender::new(DaemonState::Starting)))
+        Self(Arc::new(Health {
+            state: watch::Sender::new(DaemonState::Starting),
+            deaths: std::sync::Mutex::default(),
+        }))
+    }
+
+    /// How many daemons died under this host-service (each relaunched,
+    /// their sessions lost), and when the last did.
+    pub fn deaths(&self) -> (u32, Option<SystemTime>) {
+        *self.0.deaths.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn died(&self) {
+        let mut deaths = self.0.deaths.lock().unwrap_or_else(|p| p.into_inner());
+        *deaths = (deaths.0 + 1, Some(SystemTime::now()));
     }
 
     /// Why the daemon is known to be unreachable, if it is.
     pub fn down_reason(&self) -> Option<String> {
-        match &*self.0.borrow() {
+        match &*self.0.state.borrow() {
             DaemonState::Down(reason) => Some(format!("the pty-daemon is down: {reason}")),
             DaemonState::GaveUp(reason) => Some(format!(
                 "the pty-daemon keeps crashing and is not relaunched: {reason}"
@@ -121,7 +141,7 @@ impl DaemonHealth {
 
     /// The state now.
     pub fn state(&self) -> DaemonState {
-        self.0.borrow().clone()
+        self.0.state.borrow().clone()
     }
 }
 
@@ -193,7 +213,7 @@ impl Supervisor {
 
     async fn set_state(&self, state: DaemonState) {
         let serving = matches!(state, DaemonState::Up { .. });
-        self.health.0.send_replace(state);
+        self.health.0.state.send_replace(state);
         let status = if serving {
             ServingStatus::Serving
         } else {
@@ -597,6 +617,7 @@ impl Supervisor {
     async fn daemon_died(&self) {
         tracing::error!(socket = %self.socket.display(), "the pty-daemon died; its sessions died with it");
         self.record_crash();
+        self.health.died();
         self.set_state(DaemonState::Down(
             "it stopped answering on its socket".into(),
         ))

@@ -68,6 +68,9 @@ impl StatusService for HostStatus {
             }
         };
         status.daemon_state = state.into();
+        let (deaths, last) = self.health.deaths();
+        status.daemon_deaths = deaths;
+        status.daemon_last_death_at = last.map(Into::into);
         Ok(Response::new(status))
     }
 

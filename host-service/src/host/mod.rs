@@ -287,7 +287,7 @@ impl Host {
                         &session.session_id,
                         Some(0),
                         false,
-                        daemon::AttachStart::Replay,
+                        daemon::AttachStart::Unspecified,
                     )
                     .await
                 {
@@ -308,7 +308,7 @@ impl Host {
                     events,
                     Some(0),
                     false,
-                    daemon::AttachStart::Replay,
+                    daemon::AttachStart::Unspecified,
                 );
                 Ok((session, events))
             }

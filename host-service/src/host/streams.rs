@@ -96,7 +96,7 @@ impl Host {
             let host = host.clone();
             let session_id = session_id.clone();
             let start = if from.is_some() {
-                daemon::AttachStart::Replay
+                daemon::AttachStart::Unspecified
             } else {
                 start
             };

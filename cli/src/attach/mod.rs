@@ -1,7 +1,8 @@
 //! `holdfast attach`: a terminal client like `tmux attach`.
 //!
-//! The terminal goes into raw mode. The scrollback is replayed first, then
-//! live output. Keystrokes go to the session. The window size follows
+//! The terminal goes into raw mode. The session's screen is drawn first
+//! (or, with `--replay`, its scrollback replayed), then live output.
+//! Keystrokes go to the session (`keyboard.rs`, `typing.rs`). The window size follows
 //! SIGWINCH. Ctrl-] detaches and leaves the session running. The terminal
 //! is restored on every way out.
 //!
@@ -16,15 +17,19 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use futures_util::{Stream, StreamExt};
 use holdfast_api::proto::host::v1 as pb;
-use holdfast_plumbing::answered_stream::{self, AnsweredStream};
 use rustix::termios::{OptionalActions, Termios};
-use tokio::io::AsyncReadExt;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::clients::{Clients, refused};
 use crate::stale_queries::History;
 use crate::stdout::tell;
 use crate::terminal_modes::TerminalModes;
+
+mod keyboard;
+mod typing;
+
+use keyboard::{InputEnd, InputRules, Keyboard, Keys};
+use typing::{HeldKeys, Typing};
 
 /// The key that detaches, if any: Ctrl-] unless told (as in telnet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -464,154 +469,6 @@ pub fn is_verdict(status: &tonic::Status) -> bool {
     )
 }
 
-/// Whether a refusal is the program not reading its input.
-///
-/// That refusal is `INPUT_FULL`. From an older host-service, it is
-/// `RESOURCE_EXHAUSTED` without a reason. From an older daemon through a
-/// newer host, it is `DAEMON_REFUSED`. Another shortage is not, such as a
-/// request over the size limit, which no retry mends.
-fn is_input_full(status: &tonic::Status) -> bool {
-    use holdfast_api::error_details::Reason;
-    status.code() == tonic::Code::ResourceExhausted
-        && holdfast_api::error_details::reason_of(status).is_none_or(|(reason, _)| {
-            [Reason::InputFull, Reason::DaemonRefused]
-                .iter()
-                .any(|input_full| reason == input_full.as_str_name())
-        })
-}
-
-/// What became of keys sent.
-enum Sent {
-    /// Taken, or dropped after a word (whether they arrived is unknown).
-    Gone,
-    /// Refused because the program has not read what it was sent.
-    ///
-    /// None of them were taken.
-    Held,
-    /// Refused because the session takes no input.
-    ///
-    /// Its program exited (the end is on its way to the screen) or let go
-    /// of its terminal.
-    NotTaken(String),
-}
-
-/// Sends keys.
-///
-/// A host-service going away meanwhile is no reason to stop. The attach
-/// stream breaks too, and is opened again. But whether these keys reached
-/// the session is then unknown, and the user is told.
-async fn send_keys(
-    typing: &mut Typing,
-    clients: &mut Clients,
-    session_id: &str,
-    keys: &[u8],
-) -> anyhow::Result<Sent> {
-    match typing.send(clients, session_id, keys).await {
-        Ok(()) => Ok(Sent::Gone),
-        // Either refusal ended the input stream.
-        Err(status) if is_input_full(&status) => {
-            typing.again();
-            Ok(Sent::Held)
-        }
-        Err(status) if status.code() == tonic::Code::FailedPrecondition => {
-            typing.again();
-            Ok(Sent::NotTaken(status.message().to_owned()))
-        }
-        Err(status) if is_verdict(&status) => Err(refused(status)),
-        Err(status) => {
-            typing.again();
-            tell!(
-                "\r\n[holdfast: {} bytes of input may not have reached the session: {}]\r\n",
-                keys.len(),
-                status.message()
-            );
-            Ok(Sent::Gone)
-        }
-    }
-}
-
-/// Keys the session refused while its program read no input.
-///
-/// They are held, in order ahead of later keys, and sent again now and
-/// then. Meanwhile output goes on being shown and the detach key still
-/// works.
-#[derive(Default)]
-struct HeldKeys {
-    /// Since when, and when to try again.
-    refused: Option<(Instant, Instant)>,
-    pause: Duration,
-    /// The user was told the session takes no input, and no key has been
-    /// taken since.
-    ///
-    /// Keys typed meanwhile go without another word.
-    told_not_taken: bool,
-}
-
-impl HeldKeys {
-    fn refused(&self) -> bool {
-        self.refused.is_some()
-    }
-
-    async fn retry(&self) {
-        if let Some((_, at)) = self.refused {
-            tokio::time::sleep_until(at.into()).await;
-        }
-    }
-
-    /// Sends what the keyboard holds.
-    ///
-    /// If refused, it holds the keys and tries again later. It drops them,
-    /// with a word, after [`REATTACH_PATIENCE`].
-    async fn flush(
-        &mut self,
-        typing: &mut Typing,
-        clients: &mut Clients,
-        session_id: &str,
-        keyboard: &mut Keyboard,
-    ) -> anyhow::Result<()> {
-        if keyboard.typed.is_empty() {
-            self.refused = None;
-            return Ok(());
-        }
-        let keys = std::mem::take(&mut keyboard.typed);
-        match send_keys(typing, clients, session_id, &keys).await? {
-            Sent::Held => {}
-            Sent::Gone => {
-                self.refused = None;
-                self.told_not_taken = false;
-                return Ok(());
-            }
-            Sent::NotTaken(why) => {
-                if !self.told_not_taken {
-                    tell!("\r\n[holdfast: keys not taken: {why}]\r\n");
-                    self.told_not_taken = true;
-                }
-                self.refused = None;
-                return Ok(());
-            }
-        }
-        let now = Instant::now();
-        let since = self.refused.map_or(now, |(since, _)| since);
-        if now.duration_since(since) >= REATTACH_PATIENCE {
-            tell!(
-                "\r\n[holdfast: the program has not read its input for {} s; {} bytes typed were dropped]\r\n",
-                REATTACH_PATIENCE.as_secs(),
-                keys.len()
-            );
-            self.refused = None;
-            return Ok(());
-        }
-        self.pause = if self.refused.is_some() {
-            (self.pause * 2).min(REATTACH_PAUSE_MAX)
-        } else {
-            Duration::from_millis(20)
-        };
-        self.refused = Some((since, now + self.pause));
-        keyboard.typed = keys;
-        Ok(())
-    }
-}
-
 /// How attaching again ended.
 enum Reattached {
     /// The stream, and its attachment's token.
@@ -725,219 +582,6 @@ impl Ends {
     }
 }
 
-/// What was read from the keyboard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Keys {
-    /// Keys, added to those to send.
-    Typed,
-    /// The detach key, after the keys before it were added.
-    Detach,
-    /// The input ended (it is not a terminal).
-    Ended,
-}
-
-/// How this process's input is taken.
-#[derive(Debug, Clone, Copy)]
-struct InputRules {
-    /// The key that detaches, on a terminal.
-    detach_key: DetachKey,
-    /// What the end of input that is not a terminal does.
-    end: InputEnd,
-    /// Keys but the detach key go nowhere.
-    read_only: bool,
-}
-
-/// What the end of input that is not a terminal does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum InputEnd {
-    /// Nothing: the session was there before, its input is not ours.
-    Kept,
-    /// The end-of-file key goes after it.
-    ///
-    /// This is for a new session's input, which its program reads to the
-    /// end. `docker run -i` closes its input the same way.
-    Passed,
-}
-
-/// This process's input, and keys typed while no session took them.
-struct Keyboard {
-    stdin: tokio::io::Stdin,
-    buffer: Box<[u8; 4096]>,
-    detach_key: DetachKey,
-    /// Input that is not a terminal (a file, a pipe, /dev/null) may end
-    /// long before the program does.
-    ///
-    /// The output is still shown to the end.
-    open: bool,
-    /// Keys typed and not sent yet (attaching again, or refused).
-    typed: Vec<u8>,
-    input_end: InputEnd,
-    /// The last byte read.
-    last: Option<u8>,
-    /// Keys are dropped as read (a read-only attach).
-    dropped: bool,
-}
-
-/// Most keys held while they cannot be sent: the most one write may carry.
-///
-/// Beyond it the keyboard is left unread, and the terminal holds what
-/// comes.
-const MAX_HELD_KEYS: usize = 1 << 20;
-
-impl Keyboard {
-    /// Whether to read the keyboard now: while a whole read still fits
-    /// beside the keys held.
-    fn takes_more(&self) -> bool {
-        self.open && self.typed.len() + self.buffer.len() <= MAX_HELD_KEYS
-    }
-
-    fn new(detach_key: DetachKey, input_end: InputEnd, dropped: bool) -> Self {
-        Self {
-            stdin: tokio::io::stdin(),
-            buffer: Box::new([0; 4096]),
-            detach_key,
-            open: true,
-            typed: Vec::new(),
-            input_end,
-            last: None,
-            dropped,
-        }
-    }
-
-    /// Reads the keyboard, adding what was typed (up to the detach key)
-    /// to the keys to send.
-    async fn read(&mut self) -> anyhow::Result<Keys> {
-        let read = self
-            .stdin
-            .read(&mut self.buffer[..])
-            .await
-            .context("reading the keyboard")?;
-        if read == 0 {
-            self.open = false;
-            if self.input_end == InputEnd::Passed {
-                self.typed.extend_from_slice(end_of_input(self.last));
-            }
-            return Ok(Keys::Ended);
-        }
-        let typed = &self.buffer[..read];
-        self.last = typed.last().copied();
-        let detach_at = self
-            .detach_key
-            .0
-            .and_then(|key| typed.iter().position(|byte| *byte == key));
-        if !self.dropped {
-            self.typed
-                .extend_from_slice(&typed[..detach_at.unwrap_or(read)]);
-        }
-        Ok(if detach_at.is_some() {
-            Keys::Detach
-        } else {
-            Keys::Typed
-        })
-    }
-}
-
-/// The end-of-file key (Ctrl-D), as a terminal's user types it.
-///
-/// It ends input that ended after `last`. At the start of a line, it is the
-/// end. After part of a line, it first hands over that part, so it goes
-/// twice.
-fn end_of_input(last: Option<u8>) -> &'static [u8] {
-    match last {
-        None | Some(b'\n') => b"\x04",
-        Some(_) => b"\x04\x04",
-    }
-}
-
-/// An open `SendInput` stream.
-type KeyStream = AnsweredStream<pb::SendInputRequest, pb::SendInputResponse>;
-
-/// Keystrokes on their way, from the client of one attach stream.
-///
-/// The client is named by its `holdfast-attachment` token. Typing is
-/// activity, which gives the session this terminal's size, as under tmux.
-struct Typing {
-    attachment: String,
-    to: KeysTo,
-}
-
-/// Where keystrokes go.
-///
-/// They go on one `SendInput` stream, opened at the first. A host-service
-/// that has no `SendInput` (an earlier version, still running) gets a
-/// `WriteInput` for each.
-enum KeysTo {
-    NotYet,
-    Stream(Box<KeyStream>),
-    Requests,
-}
-
-impl Typing {
-    /// Keys typed in the client of the stream `attachment` names.
-    fn new(attachment: String) -> Self {
-        Self {
-            attachment,
-            to: KeysTo::NotYet,
-        }
-    }
-
-    /// The next keys open a stream of their own.
-    fn again(&mut self) {
-        self.to = KeysTo::NotYet;
-    }
-
-    /// Sends keys, answering once they reached the session's terminal.
-    async fn send(
-        &mut self,
-        clients: &mut Clients,
-        session_id: &str,
-        keys: &[u8],
-    ) -> Result<(), tonic::Status> {
-        let data = prost::bytes::Bytes::copy_from_slice(keys);
-        loop {
-            match &mut self.to {
-                // The stream's first write named the session and client.
-                KeysTo::Stream(stream) => {
-                    let write = pb::SendInputRequest {
-                        data,
-                        ..Default::default()
-                    };
-                    return stream.send(write).await;
-                }
-                KeysTo::Requests => {
-                    let write = pb::WriteInputRequest {
-                        session_id: session_id.to_owned(),
-                        data,
-                        attachment: self.attachment.clone(),
-                    };
-                    return clients.terminals.write_input(write).await.map(drop);
-                }
-                KeysTo::NotYet => {
-                    let first = pb::SendInputRequest {
-                        session_id: session_id.to_owned(),
-                        data: data.clone(),
-                        attachment: self.attachment.clone(),
-                    };
-                    let (writes, requests) = answered_stream::requests(first);
-                    match clients.terminals.send_input(requests).await {
-                        Ok(answers) => {
-                            let stream = KeyStream::opened(writes, answers.into_inner()).await?;
-                            self.to = KeysTo::Stream(Box::new(stream));
-                            return Ok(());
-                        }
-                        // Refused before reading anything. These keys go
-                        // as a request, and so will the next ones.
-                        Err(status) if status.code() == tonic::Code::Unimplemented => {
-                            self.to = KeysTo::Requests;
-                        }
-                        Err(status) => return Err(status),
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// This terminal's size as (cols, rows), when it has one.
 fn terminal_size() -> Option<(u32, u32)> {
     let size = rustix::termios::tcgetwinsize(std::io::stdout()).ok()?;
@@ -1015,7 +659,7 @@ mod tests {
     async fn keys_held_fit_one_write() {
         let mut keyboard = super::Keyboard::new(DetachKey(None), super::InputEnd::Kept, false);
         let read = keyboard.buffer.len();
-        keyboard.typed = vec![b'x'; super::MAX_HELD_KEYS - read];
+        keyboard.typed = vec![b'x'; super::keyboard::MAX_HELD_KEYS - read];
         assert!(keyboard.takes_more());
         keyboard.typed.push(b'x');
         assert!(!keyboard.takes_more(), "a read could take it past 1 MiB");
@@ -1027,11 +671,19 @@ mod tests {
         use tonic::{Code, Status};
 
         let refusal = |reason| Status::from(Refusal::new(Code::ResourceExhausted, reason, "x"));
-        assert!(super::is_input_full(&refusal(Reason::InputFull)));
-        assert!(super::is_input_full(&Status::resource_exhausted("older")));
-        assert!(super::is_input_full(&refusal(Reason::DaemonRefused)));
-        assert!(!super::is_input_full(&refusal(Reason::RequestTooLarge)));
-        assert!(!super::is_input_full(&Status::failed_precondition("x")));
+        assert!(super::typing::is_input_full(&refusal(Reason::InputFull)));
+        assert!(super::typing::is_input_full(&Status::resource_exhausted(
+            "older"
+        )));
+        assert!(super::typing::is_input_full(&refusal(
+            Reason::DaemonRefused
+        )));
+        assert!(!super::typing::is_input_full(&refusal(
+            Reason::RequestTooLarge
+        )));
+        assert!(!super::typing::is_input_full(&Status::failed_precondition(
+            "x"
+        )));
     }
 
     #[test]
