@@ -706,14 +706,8 @@ async fn a_dead_daemon_is_relaunched_and_its_sessions_are_recorded_as_exited() {
     let session = host
         .create_session(session_request(&workspace, &["sleep", "1000"]))
         .await;
-    let first = home.serving_daemon_pid().await.expect("a daemon serves");
-    rustix::process::kill_process(Pid::from_raw(first).expect("pid"), Signal::KILL)
-        .expect("SIGKILL the daemon");
-
-    let second = eventually("a relaunched daemon", || async {
-        home.serving_daemon_pid().await.filter(|pid| *pid != first)
-    })
-    .await;
+    let first = home.kill_daemon().await;
+    let second = home.relaunched_after(first).await;
     assert_ne!(second, first);
     host.list_until(
         "a complete list without the lost session",

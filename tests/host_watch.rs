@@ -367,11 +367,7 @@ async fn a_watch_is_told_of_the_daemon_upgrading_and_restarting() {
         "an upgrade keeps every session: {seen:?}"
     );
 
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(pid).expect("pid"),
-        Signal::KILL,
-    )
-    .expect("SIGKILL the daemon");
+    assert_eq!(home.kill_daemon().await, pid);
     let told = until(&mut watcher, &mut seen, |e| matches!(e, Event::Daemon(_))).await;
     let Some(Event::Daemon(change)) = told.event else {
         unreachable!()

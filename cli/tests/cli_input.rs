@@ -235,16 +235,8 @@ async fn status_tells_of_a_daemon_that_died() {
         address,
         &["new", "--name", "lost", "--", "sleep", "600"],
     ));
-    let first = home.serving_daemon_pid().await.expect("a daemon serves");
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(first).expect("pid"),
-        rustix::process::Signal::KILL,
-    )
-    .expect("SIGKILL the daemon");
-    eventually("a relaunched daemon", || async {
-        home.serving_daemon_pid().await.filter(|pid| *pid != first)
-    })
-    .await;
+    let killed = home.kill_daemon().await;
+    home.relaunched_after(killed).await;
     let status = eventually("the death told", || async {
         let status = stdout_of(&holdfast(address, &["status"]));
         status.contains("died        1 time(s)").then_some(status)

@@ -200,6 +200,26 @@ impl HostHome {
         list.daemon.map(|daemon| daemon.pid as i32)
     }
 
+    /// SIGKILLs the daemon serving this home's socket; returns its pid.
+    pub async fn kill_daemon(&self) -> i32 {
+        let pid = self.serving_daemon_pid().await.expect("a daemon serves");
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid).expect("pid"),
+            rustix::process::Signal::KILL,
+        )
+        .expect("SIGKILL the daemon");
+        pid
+    }
+
+    /// Waits until a daemon other than `killed` serves this home's
+    /// socket; returns its pid.
+    pub async fn relaunched_after(&self, killed: i32) -> i32 {
+        super::eventually("a relaunched daemon", || async {
+            self.serving_daemon_pid().await.filter(|pid| *pid != killed)
+        })
+        .await
+    }
+
     /// Waits until no session of the daemon on this home's socket runs;
     /// returns how many it holds (ended sessions are kept for a while).
     pub async fn until_no_session_runs(&self, what: &str) -> usize {
